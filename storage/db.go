@@ -1,0 +1,202 @@
+package storage
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+
+	"github.com/linxGnu/grocksdb"
+)
+
+// DB is an open RocksDB database and every native handle that belongs to it.
+//
+// Invariants:
+//   - Every method that touches a native handle runs between enter and leave, which
+//     hold gate for reading; Close holds it for writing while it frees handles, so no
+//     native call can be in flight during or after the free.
+//   - closed only goes from false to true, under gate's write lock.
+//   - Snapshots and iterators are in live until released; Close releases what is left.
+//   - Family handles (including those of dropped families) are destroyed only by Close.
+type DB struct {
+	dir  string
+	opts Options
+
+	gate   sync.RWMutex
+	closed bool
+
+	native   *grocksdb.DB
+	dbOpts   *grocksdb.Options
+	bbto     *grocksdb.BlockBasedTableOptions
+	cache    *grocksdb.Cache
+	wo       *grocksdb.WriteOptions
+	ro       *grocksdb.ReadOptions
+	families registry
+
+	liveMu sync.Mutex
+	live   map[releaser]struct{}
+}
+
+// releaser is a snapshot or iterator that Close must free if its owner did not.
+type releaser interface{ releaseLocked() }
+
+// Open creates or opens the database in dir. Options are validated first; a bad option
+// returns an *OptionsError and creates nothing on disk. Families present on disk are
+// discovered and reopened, whether or not opts names them; families named in opts but
+// missing on disk are created.
+func Open(dir string, opts Options) (*DB, error) {
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	if dir == "" {
+		return nil, &OptionsError{Field: "dir", Value: `""`, Reason: "must name a folder"}
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("storage: open %s: %w", dir, err)
+	}
+	db := &DB{dir: dir, opts: opts, live: make(map[releaser]struct{})}
+	db.cache = grocksdb.NewLRUCache(uint64(max(opts.BlockCacheSize, 8<<20)))
+	db.bbto = grocksdb.NewDefaultBlockBasedTableOptions()
+	db.bbto.SetBlockCache(db.cache)
+
+	db.dbOpts = db.familyOptions(opts.Families[DefaultFamily])
+	db.dbOpts.SetCreateIfMissing(true)
+	db.dbOpts.SetCreateIfMissingColumnFamilies(true)
+	db.dbOpts.SetErrorIfExists(opts.ErrorIfExists)
+	db.dbOpts.EnableStatistics()
+
+	names := []string{DefaultFamily}
+	if existing, err := grocksdb.ListColumnFamilies(db.dbOpts, dir); err == nil {
+		for _, n := range existing {
+			if n != DefaultFamily {
+				names = append(names, n)
+			}
+		}
+	}
+	for n := range opts.Families {
+		if !contains(names, n) {
+			names = append(names, n)
+		}
+	}
+	cfOpts := make([]*grocksdb.Options, len(names))
+	for i, n := range names {
+		if i == 0 {
+			cfOpts[i] = db.dbOpts
+		} else {
+			cfOpts[i] = db.familyOptions(opts.Families[n])
+		}
+	}
+	native, handles, err := grocksdb.OpenDbColumnFamilies(db.dbOpts, dir, names, cfOpts)
+	if err != nil {
+		for _, o := range cfOpts[1:] {
+			o.Destroy()
+		}
+		db.freeOptions()
+		return nil, mapError("open "+dir, err)
+	}
+	db.native = native
+	for i, n := range names {
+		fo := opts.Families[n].withDefaults()
+		var o *grocksdb.Options
+		if i > 0 {
+			o = cfOpts[i]
+		}
+		db.families.add(&Family{db: db, name: n, id: handles[i].ID(), handle: handles[i], opts: fo, nativeOpts: o})
+	}
+	db.wo = grocksdb.NewDefaultWriteOptions()
+	db.wo.DisableWAL(opts.DisableWAL)
+	db.wo.SetSync(opts.Sync)
+	db.ro = grocksdb.NewDefaultReadOptions()
+	return db, nil
+}
+
+// familyOptions builds the native options for one family, sharing the block cache.
+func (db *DB) familyOptions(f FamilyOptions) *grocksdb.Options {
+	f = f.withDefaults()
+	o := grocksdb.NewDefaultOptions()
+	o.SetWriteBufferSize(uint64(f.WriteBufferSize))
+	o.SetMaxWriteBufferNumber(f.MaxWriteBufferNumber)
+	o.SetBlockBasedTableFactory(db.bbto)
+	return o
+}
+
+func (db *DB) freeOptions() {
+	if db.dbOpts != nil {
+		db.dbOpts.Destroy()
+	}
+	db.bbto.Destroy()
+	db.cache.Destroy()
+}
+
+// Dir returns the folder the database lives in.
+func (db *DB) Dir() string { return db.dir }
+
+// enter admits one call into native code; it fails with ErrClosed after Close.
+// Every successful enter is paired with leave.
+func (db *DB) enter() error {
+	db.gate.RLock()
+	if db.closed {
+		db.gate.RUnlock()
+		return ErrClosed
+	}
+	return nil
+}
+
+func (db *DB) leave() { db.gate.RUnlock() }
+
+// Close waits for calls in native code to return, releases every snapshot and
+// iterator still open, and frees all native handles. It is idempotent and safe to
+// call from several goroutines; every call after the first returns nil and every other
+// method then returns ErrClosed.
+func (db *DB) Close() error {
+	db.gate.Lock()
+	defer db.gate.Unlock()
+	if db.closed {
+		return nil
+	}
+	db.closed = true
+	db.liveMu.Lock()
+	for r := range db.live {
+		r.releaseLocked()
+	}
+	db.live = nil
+	db.liveMu.Unlock()
+	var errs []error
+	if !db.opts.DisableWAL {
+		if err := db.native.FlushWAL(true); err != nil {
+			errs = append(errs, mapError("flush WAL on close", err))
+		}
+	}
+	for _, f := range db.families.all() {
+		f.handle.Destroy()
+		if f.nativeOpts != nil {
+			f.nativeOpts.Destroy()
+		}
+	}
+	db.native.Close()
+	db.wo.Destroy()
+	db.ro.Destroy()
+	db.freeOptions()
+	return errors.Join(errs...)
+}
+
+func (db *DB) track(r releaser) {
+	db.liveMu.Lock()
+	db.live[r] = struct{}{}
+	db.liveMu.Unlock()
+}
+
+func (db *DB) untrack(r releaser) {
+	db.liveMu.Lock()
+	delete(db.live, r)
+	db.liveMu.Unlock()
+}
+
+func contains(s []string, v string) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,81 @@
+package storage
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Sentinel errors. Every error this package returns either is one of these, wraps one
+// of them with %w, or wraps the RocksDB status with the operation named.
+var (
+	// ErrClosed is returned by every call made after Close has begun.
+	ErrClosed = errors.New("storage: database closed")
+	// ErrNotFound is returned by Get when the key does not exist.
+	ErrNotFound = errors.New("storage: key not found")
+	// ErrColumnFamilyNotFound is returned when a family name is unknown or was dropped.
+	ErrColumnFamilyNotFound = errors.New("storage: column family not found")
+	// ErrColumnFamilyExists is returned by CreateFamily when the name is taken.
+	ErrColumnFamilyExists = errors.New("storage: column family already exists")
+	// ErrInvalidOptions is matched by every *OptionsError.
+	ErrInvalidOptions = errors.New("storage: invalid options")
+	// ErrBusy maps RocksDB's "Resource busy" status.
+	ErrBusy = errors.New("storage: resource busy")
+	// ErrTryAgain maps RocksDB's "Operation failed. Try again." status.
+	ErrTryAgain = errors.New("storage: try again")
+	// ErrTooLarge is matched by every *LimitError.
+	ErrTooLarge = errors.New("storage: too large")
+	// ErrForeignFamily is returned when a *Family of another database is used.
+	ErrForeignFamily = errors.New("storage: column family belongs to another database")
+)
+
+// OptionsError reports one invalid option: which field, the value given and what was
+// expected. It matches ErrInvalidOptions with errors.Is.
+type OptionsError struct {
+	Field  string // the option's name, e.g. "Families[orders].WriteBufferSize"
+	Value  any    // the value given
+	Reason string // what was expected, e.g. "must be between 1 MiB and 4 GiB"
+}
+
+func (e *OptionsError) Error() string {
+	return fmt.Sprintf("storage: invalid option %s=%v: %s", e.Field, e.Value, e.Reason)
+}
+
+// Is reports whether target is ErrInvalidOptions.
+func (e *OptionsError) Is(target error) bool { return target == ErrInvalidOptions }
+
+// LimitError reports a key or value past its documented limit. It matches ErrTooLarge.
+type LimitError struct {
+	What  string // "key" or "value"
+	Size  int    // the size given
+	Limit int    // the largest size accepted
+}
+
+func (e *LimitError) Error() string {
+	return fmt.Sprintf("storage: %s of %d bytes exceeds the limit of %d bytes", e.What, e.Size, e.Limit)
+}
+
+// Is reports whether target is ErrTooLarge.
+func (e *LimitError) Is(target error) bool { return target == ErrTooLarge }
+
+// mapError turns a RocksDB status into an error that names the operation and, where
+// the status means the same thing as one of our sentinels, matches that sentinel.
+func mapError(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	msg := err.Error()
+	switch {
+	case strings.HasPrefix(msg, "Resource busy"):
+		return fmt.Errorf("storage: %s: %w: %s", op, ErrBusy, msg)
+	case strings.HasPrefix(msg, "Operation failed. Try again."):
+		return fmt.Errorf("storage: %s: %w: %s", op, ErrTryAgain, msg)
+	case strings.Contains(msg, "Column family not found"),
+		strings.Contains(msg, "Invalid column family"),
+		strings.Contains(msg, "column family") && strings.Contains(msg, "does not exist"):
+		return fmt.Errorf("storage: %s: %w: %s", op, ErrColumnFamilyNotFound, msg)
+	case strings.Contains(msg, "Column family already exists"):
+		return fmt.Errorf("storage: %s: %w: %s", op, ErrColumnFamilyExists, msg)
+	}
+	return fmt.Errorf("storage: %s: %w", op, err)
+}

@@ -1,0 +1,115 @@
+package storage
+
+import (
+	"fmt"
+	"sort"
+)
+
+// Limits and defaults, in one place.
+const (
+	// DefaultWriteBufferSize is RocksDB's own memtable size, used when a family sets none.
+	DefaultWriteBufferSize = 64 << 20
+	// DefaultMaxWriteBufferNumber is RocksDB's own memtable count, used when a family sets none.
+	DefaultMaxWriteBufferNumber = 2
+	// MinWriteBufferSize and MaxWriteBufferSize bound FamilyOptions.WriteBufferSize.
+	MinWriteBufferSize = 1 << 20
+	MaxWriteBufferSize = 4 << 30
+	// MinMaxWriteBufferNumber and MaxMaxWriteBufferNumber bound FamilyOptions.MaxWriteBufferNumber.
+	MinMaxWriteBufferNumber = 2
+	MaxMaxWriteBufferNumber = 64
+	// MaxBlockCacheSize bounds Options.BlockCacheSize (64 GiB).
+	MaxBlockCacheSize = 64 << 30
+	// MaxKeySize is the largest key a Batch or a read accepts (64 KiB).
+	MaxKeySize = 64 << 10
+	// MaxValueSize is the largest value a Batch accepts (1 GiB). RocksDB itself takes
+	// up to 4 GiB - 1, but a value that size cannot be written with its log entry in
+	// one batch, so the limit is lower and documented.
+	MaxValueSize = 1 << 30
+	// MaxFamilyNameLen bounds family names.
+	MaxFamilyNameLen = 255
+	// DefaultFamily is RocksDB's default column family, which always exists.
+	DefaultFamily = "default"
+)
+
+// FamilyOptions are the per-column-family settings. Zero values mean RocksDB's defaults.
+type FamilyOptions struct {
+	// WriteBufferSize is the memtable size in bytes (1 MiB..4 GiB; 0 means 64 MiB).
+	// Larger memtables flush bigger L0 files and write fewer bytes to the device.
+	WriteBufferSize int64
+	// MaxWriteBufferNumber is how many memtables (active plus immutable) the family may
+	// hold before writes stop (2..64; 0 means 2). Raising it removes memtable stalls.
+	MaxWriteBufferNumber int
+}
+
+// Options configure Open. The zero value is valid: WAL on, no sync, RocksDB defaults.
+type Options struct {
+	// Families names the column families to create or open, with their options. The
+	// default family is always opened; name it here to give it options. Families that
+	// exist on disk but are not named are opened with default options.
+	Families map[string]FamilyOptions
+	// DisableWAL turns the write-ahead log off: faster, but writes not yet flushed are
+	// lost by a process kill (batches stay atomic).
+	DisableWAL bool
+	// Sync makes every write wait for the WAL to reach the device (survives power loss).
+	Sync bool
+	// BlockCacheSize is the size of the database's block cache in bytes (0 means
+	// RocksDB's default of 8 MiB per table factory; max 64 GiB).
+	BlockCacheSize int64
+	// ErrorIfExists fails Open when the database already exists.
+	ErrorIfExists bool
+}
+
+// Validate checks every option and returns the first problem as an *OptionsError,
+// checking fields in a fixed order (block cache, then families by name). It changes
+// nothing.
+func (o Options) Validate() error {
+	if o.BlockCacheSize < 0 || o.BlockCacheSize > MaxBlockCacheSize {
+		return &OptionsError{Field: "BlockCacheSize", Value: o.BlockCacheSize, Reason: "must be between 0 and 64 GiB"}
+	}
+	names := make([]string, 0, len(o.Families))
+	for name := range o.Families {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		if err := ValidateFamilyName(name); err != nil {
+			return err
+		}
+		if err := o.Families[name].validate("Families[" + name + "]."); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Validate checks the family options, naming the field in any *OptionsError.
+func (f FamilyOptions) Validate() error { return f.validate("") }
+
+func (f FamilyOptions) validate(prefix string) error {
+	if f.WriteBufferSize != 0 && (f.WriteBufferSize < MinWriteBufferSize || f.WriteBufferSize > MaxWriteBufferSize) {
+		return &OptionsError{Field: prefix + "WriteBufferSize", Value: f.WriteBufferSize, Reason: "must be between 1 MiB (1048576) and 4 GiB (4294967296), or 0 for the default"}
+	}
+	if f.MaxWriteBufferNumber != 0 && (f.MaxWriteBufferNumber < MinMaxWriteBufferNumber || f.MaxWriteBufferNumber > MaxMaxWriteBufferNumber) {
+		return &OptionsError{Field: prefix + "MaxWriteBufferNumber", Value: f.MaxWriteBufferNumber, Reason: "must be between 2 and 64, or 0 for the default"}
+	}
+	return nil
+}
+
+// withDefaults returns f with zero fields replaced by RocksDB's defaults.
+func (f FamilyOptions) withDefaults() FamilyOptions {
+	if f.WriteBufferSize == 0 {
+		f.WriteBufferSize = DefaultWriteBufferSize
+	}
+	if f.MaxWriteBufferNumber == 0 {
+		f.MaxWriteBufferNumber = DefaultMaxWriteBufferNumber
+	}
+	return f
+}
+
+// ValidateFamilyName checks that name can name a column family: 1..255 bytes.
+func ValidateFamilyName(name string) error {
+	if name == "" || len(name) > MaxFamilyNameLen {
+		return &OptionsError{Field: "family name", Value: fmt.Sprintf("%q", name), Reason: "must be 1 to 255 bytes long"}
+	}
+	return nil
+}

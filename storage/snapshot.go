@@ -1,0 +1,75 @@
+package storage
+
+import (
+	"errors"
+	"sync"
+
+	"github.com/linxGnu/grocksdb"
+)
+
+// ErrReleased is returned by reads through a snapshot or iterator after its Release or Close.
+var ErrReleased = errors.New("storage: snapshot or iterator already released")
+
+// Snapshot is a consistent, read-only view of the database at the moment it was taken.
+// It must be released; Close releases snapshots still open.
+//
+// Invariant: ro and snap are valid while released is false; they are freed under
+// mu's write lock, and readers hold mu for reading.
+type Snapshot struct {
+	db       *DB
+	mu       sync.RWMutex
+	released bool
+	snap     *grocksdb.Snapshot
+	ro       *grocksdb.ReadOptions
+}
+
+// NewSnapshot pins the current state of the database.
+func (db *DB) NewSnapshot() (*Snapshot, error) {
+	if err := db.enter(); err != nil {
+		return nil, err
+	}
+	defer db.leave()
+	s := &Snapshot{db: db, snap: db.native.NewSnapshot(), ro: grocksdb.NewDefaultReadOptions()}
+	s.ro.SetSnapshot(s.snap)
+	db.track(s)
+	return s, nil
+}
+
+// Release frees the snapshot. It is idempotent and safe after the database closed.
+func (s *Snapshot) Release() {
+	if s == nil || s.db.enter() != nil {
+		return // Close already released it.
+	}
+	defer s.db.leave()
+	s.db.untrack(s)
+	s.releaseLocked()
+}
+
+// releaseLocked frees the native objects; the caller holds the database gate.
+func (s *Snapshot) releaseLocked() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.released {
+		return
+	}
+	s.released = true
+	s.ro.Destroy()
+	s.db.native.ReleaseSnapshot(s.snap)
+}
+
+// readOptions returns the read options for s (the database's default when s is nil)
+// and a function that ends the read; it fails when s was released.
+func (db *DB) readOptions(s *Snapshot) (*grocksdb.ReadOptions, func(), error) {
+	if s == nil {
+		return db.ro, func() {}, nil
+	}
+	if s.db != db {
+		return nil, nil, errors.New("storage: snapshot belongs to another database")
+	}
+	s.mu.RLock()
+	if s.released {
+		s.mu.RUnlock()
+		return nil, nil, ErrReleased
+	}
+	return s.ro, s.mu.RUnlock, nil
+}

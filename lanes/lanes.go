@@ -1,0 +1,131 @@
+package lanes
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+)
+
+// Lanes is a fixed set of commit lanes, each a bounded FIFO queue drained by
+// one goroutine that calls run(lane, task) in queue order. Create it with
+// New; the zero value is not usable. All methods are safe for concurrent use.
+//
+// Invariants:
+//   - queues[i] is sent to only by Submit while holding mu.RLock and only
+//     while closed is false; it is closed only by Close while holding
+//     mu.Lock. Hence no send on a closed channel can happen.
+//   - closing is closed (by Close, once) before Close takes mu.Lock, so any
+//     Submit blocked on a full queue while holding mu.RLock wakes up and
+//     releases it, and Close cannot deadlock.
+//   - Every task that Submit reports as queued (nil error) is in a queue
+//     that Close closes only afterwards; the lane goroutine drains a closed
+//     queue to empty before exiting, so every accepted task runs exactly once.
+//   - wg counts live lane goroutines; Close returns only after it reaches
+//     zero, so no goroutine of this package outlives Close.
+type Lanes[T any] struct {
+	run    func(lane int, task T)
+	queues []chan T
+	next   atomic.Uint64 // round-robin counter
+
+	mu        sync.RWMutex // admission gate: Submit RLock, Close Lock
+	closed    bool         // guarded by mu
+	closing   chan struct{}
+	closeOnce sync.Once
+	wg        sync.WaitGroup
+}
+
+// New starts lanes lane goroutines, each with a queue of capacity depth, that
+// call run(lane, task) for every submitted task. lanes must be in
+// [MinLanes, MaxLanes], depth in [MinDepth, MaxDepth] and run non-nil;
+// otherwise New returns a *ConfigError (matching ErrInvalidConfig) and starts
+// nothing. run is called from the lane goroutines only, never concurrently
+// within one lane; it must not call Close on the same Lanes (deadlock). The
+// caller must eventually call Close to stop the goroutines.
+func New[T any](lanes, depth int, run func(lane int, task T)) (*Lanes[T], error) {
+	if err := validate(lanes, depth, run == nil); err != nil {
+		return nil, err
+	}
+	l := &Lanes[T]{
+		run:     run,
+		queues:  make([]chan T, lanes),
+		closing: make(chan struct{}),
+	}
+	for i := range l.queues {
+		l.queues[i] = make(chan T, depth)
+	}
+	l.wg.Add(lanes)
+	for i, q := range l.queues {
+		go l.drain(i, q)
+	}
+	return l, nil
+}
+
+// drain is the body of lane goroutine i: it runs every task from q in order
+// and returns once q is closed and empty.
+func (l *Lanes[T]) drain(i int, q <-chan T) {
+	defer l.wg.Done()
+	for task := range q {
+		l.run(i, task)
+	}
+}
+
+// Submit queues task on the next lane in round-robin order and returns that
+// lane's index. It blocks while the lane's queue is full. It returns:
+//   - lane, nil: the task is queued and will be run exactly once, even if
+//     Close is called afterwards;
+//   - ctx.Err(): ctx was already done or ended while waiting; the task was
+//     not queued and will never run;
+//   - ErrClosed: Close has begun; the task was not queued and will never run.
+//
+// On error the returned lane is -1.
+func (l *Lanes[T]) Submit(ctx context.Context, task T) (lane int, err error) {
+	if err := ctx.Err(); err != nil {
+		return -1, err
+	}
+	select {
+	case <-l.closing:
+		return -1, ErrClosed
+	default:
+	}
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	if l.closed {
+		return -1, ErrClosed
+	}
+	lane = int((l.next.Add(1) - 1) % uint64(len(l.queues)))
+	select {
+	case l.queues[lane] <- task:
+		return lane, nil
+	case <-ctx.Done():
+		return -1, ctx.Err()
+	case <-l.closing:
+		return -1, ErrClosed
+	}
+}
+
+// Close stops admission, lets every lane run the tasks already queued, and
+// returns once all lane goroutines have exited. Submit calls that begin after
+// Close, or that are blocked on a full queue when Close begins, return
+// ErrClosed. Close is idempotent and safe to call from many goroutines; every
+// call returns only after the drain has finished. It must not be called from
+// within run.
+func (l *Lanes[T]) Close() {
+	l.closeOnce.Do(func() {
+		close(l.closing) // wake blocked senders before taking the write lock
+		l.mu.Lock()
+		l.closed = true
+		for _, q := range l.queues {
+			close(q)
+		}
+		l.mu.Unlock()
+	})
+	l.wg.Wait()
+}
+
+// Len returns the number of lanes.
+func (l *Lanes[T]) Len() int { return len(l.queues) }
+
+// QueueDepth returns the number of tasks currently queued (not yet taken by
+// the runner) in the given lane. It is a snapshot and may be stale by the
+// time it returns. It panics if lane is not in [0, Len()).
+func (l *Lanes[T]) QueueDepth(lane int) int { return len(l.queues[lane]) }

@@ -1,0 +1,114 @@
+package logentry
+
+import (
+	"encoding/binary"
+	"fmt"
+)
+
+// Encoder encodes one entry incrementally, straight from the commit, without
+// building an [Entry]. Create it with [NewEncoder], call [Encoder.Event]
+// exactly nEvents times, then [Encoder.Write] exactly nWrites times, then
+// [Encoder.Finish] once. The bytes produced are identical to those of
+// [Append] for the equivalent Entry. The Encoder allocates nothing beyond
+// growing its destination slice; pass a dst with spare capacity (for
+// instance a reused buffer) to avoid even that.
+//
+// The zero Encoder is unusable: its methods panic. Misuse of the call
+// sequence (wrong number of events or writes, writes before all events, an
+// empty family, use after Finish) is a programming error and panics; it
+// never produces an invalid encoding.
+type Encoder struct {
+	buf        []byte
+	start      int
+	eventsLeft int
+	writesLeft int
+	nWrites    int
+	state      uint8
+}
+
+const (
+	encoderZero uint8 = iota
+	encoderOpen
+	encoderFinished
+)
+
+// NewEncoder starts the encoding of the entry at position, committed at
+// unixNano (Unix nanoseconds), with nEvents events and nWrites writes,
+// appending to dst. It writes the header immediately.
+//
+// NewEncoder panics if a count is negative, or if filler is true and a count
+// is not zero (a filler has no events and no writes).
+func NewEncoder(dst []byte, position uint64, unixNano int64, filler bool, nEvents, nWrites int) Encoder {
+	if nEvents < 0 || nWrites < 0 {
+		panic(fmt.Sprintf("logentry: NewEncoder with negative counts (%d events, %d writes)", nEvents, nWrites))
+	}
+	if filler && (nEvents != 0 || nWrites != 0) {
+		panic(fmt.Sprintf("logentry: filler entry at position %d with %d events and %d writes", position, nEvents, nWrites))
+	}
+	e := Encoder{
+		start:      len(dst),
+		eventsLeft: nEvents,
+		writesLeft: nWrites,
+		nWrites:    nWrites,
+		state:      encoderOpen,
+	}
+	e.buf = appendHeader(dst, position, unixNano, filler, nEvents)
+	if nEvents == 0 {
+		e.buf = binary.AppendUvarint(e.buf, uint64(nWrites))
+	}
+	return e
+}
+
+func (e *Encoder) mustBeOpen(method string) {
+	switch e.state {
+	case encoderZero:
+		panic("logentry: Encoder." + method + " on an Encoder not created by NewEncoder")
+	case encoderFinished:
+		panic("logentry: Encoder." + method + " after Finish")
+	}
+}
+
+// Event appends the next event. It panics if called more than nEvents times
+// (see [NewEncoder]).
+func (e *Encoder) Event(id, typ string, data, meta []byte) {
+	e.mustBeOpen("Event")
+	if e.eventsLeft == 0 {
+		panic("logentry: Encoder.Event called more times than the event count given to NewEncoder")
+	}
+	e.buf = appendEvent(e.buf, id, typ, data, meta)
+	e.eventsLeft--
+	if e.eventsLeft == 0 {
+		e.buf = binary.AppendUvarint(e.buf, uint64(e.nWrites))
+	}
+}
+
+// Write appends the next write: a put of value under key in column family
+// family, or a tombstone for key when del is true (value is then ignored).
+// It panics if family is empty, if not all events have been added yet, or if
+// called more than nWrites times (see [NewEncoder]).
+func (e *Encoder) Write(family string, key, value []byte, del bool) {
+	e.mustBeOpen("Write")
+	if e.eventsLeft != 0 {
+		panic(fmt.Sprintf("logentry: Encoder.Write called with %d events still to add", e.eventsLeft))
+	}
+	if e.writesLeft == 0 {
+		panic("logentry: Encoder.Write called more times than the write count given to NewEncoder")
+	}
+	e.buf = appendWrite(e.buf, family, key, value, del)
+	e.writesLeft--
+}
+
+// Finish appends the checksum and returns dst (as given to [NewEncoder])
+// extended by the entry's encoding. It panics, as programmer misuse, if fewer
+// events or writes than announced were added, or if called twice. The
+// Encoder is unusable afterwards.
+func (e *Encoder) Finish() []byte {
+	e.mustBeOpen("Finish")
+	if e.eventsLeft != 0 || e.writesLeft != 0 {
+		panic(fmt.Sprintf("logentry: Encoder.Finish with %d events and %d writes still to add", e.eventsLeft, e.writesLeft))
+	}
+	b := appendChecksum(e.buf, e.start)
+	e.buf = nil
+	e.state = encoderFinished
+	return b
+}

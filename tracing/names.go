@@ -1,0 +1,53 @@
+// Package tracing names rockline's spans, attributes and metric instruments, and sets
+// up OpenTelemetry exporters for applications.
+//
+// The library itself never sets a global provider: pipeline.Config takes a
+// TracerProvider (and, later, a MeterProvider) and defaults to the global ones. Span
+// names are fixed and low-cardinality; keys and values never appear in names or
+// attributes.
+package tracing
+
+import "go.opentelemetry.io/otel/attribute"
+
+// ScopeName is the instrumentation scope of every rockline span and instrument.
+const ScopeName = "github.com/rockline/rockline"
+
+// Span names, one per commit stage.
+const (
+	SpanCommit    = "rockline.commit"    // the whole commit, child of the caller's span
+	SpanLaneWait  = "rockline.lane.wait" // queued in a commit lane
+	SpanValidate  = "rockline.validate"  // conflict check and user checks
+	SpanWrite     = "rockline.write"     // the RocksDB batch write
+	SpanPublish   = "rockline.publish"   // waiting for lower positions to be published
+	SpanDropCF    = "rockline.cf.drop"   // a column-family drop, from retire to physical drop
+	SpanSubscribe = "rockline.subscribe" // reserved for subscriptions
+)
+
+// Attribute keys.
+const (
+	AttrLane      = attribute.Key("rockline.lane")
+	AttrPolicy    = attribute.Key("rockline.policy")
+	AttrKeys      = attribute.Key("rockline.keys")
+	AttrReads     = attribute.Key("rockline.reads")
+	AttrBytes     = attribute.Key("rockline.bytes")
+	AttrPosition  = attribute.Key("rockline.position")
+	AttrOutcome   = attribute.Key("rockline.outcome")
+	AttrSync      = attribute.Key("rockline.sync")
+	AttrFamily    = attribute.Key("rockline.family")
+	AttrErrorType = attribute.Key("error.type")
+)
+
+// Outcomes and error types recorded on commit spans.
+const (
+	OutcomeCommitted = "committed"
+	OutcomeFailed    = "failed"
+
+	ErrorConflict             = "conflict"
+	ErrorTxnTooOld            = "txn_too_old"
+	ErrorClosed               = "closed"
+	ErrorCanceled             = "canceled"
+	ErrorCFDropped            = "cf_dropped"
+	ErrorWrongExpectedVersion = "wrong_expected_version"
+	ErrorStopped              = "stopped"
+	ErrorOther                = "other"
+)

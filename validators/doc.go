@@ -1,0 +1,55 @@
+// Package validators decides, atomically with the write, whether a commit may land.
+//
+// A Validator takes a Commit (the transaction's read position, the fingerprints of the
+// keys it read and wrote, its data batch and a function that encodes its log entry),
+// checks that no key the transaction tracked was written by another commit after its
+// read position, assigns the commit the next dense log position, and writes data and
+// log entry in one RocksDB batch. Either everything lands or nothing does.
+//
+// # Conflict state
+//
+// Conflicts are decided against a table of the last write position of each recently
+// written key, keyed by a 64-bit fingerprint of (column family, key) (see
+// Fingerprinter). A commit conflicts when any of its fingerprints maps to a position
+// above its read position. Entries at or below the oldest read position of any open
+// transaction can never decide a conflict and are pruned, so the table holds only what
+// open transactions need. A transaction that stays open while more than MaxTableKeys
+// distinct keys are written is told so with ErrTxnTooOld instead of being validated
+// against an incomplete table: a conflict is never missed. False conflicts come only
+// from 64-bit fingerprint collisions (about one in 2^64 per pair of keys), never from
+// two keys sharing a lock bucket.
+//
+// # Policies
+//
+// The parallel bucket validator (the default) keeps a private pool of Buckets mutexes
+// per database (8 bytes each: 512 KiB at the default 65,536). A commit locks the
+// sorted, de-duplicated bucket indices of its fingerprints, validates, writes, records
+// its writes and unlocks. Commits whose keys share no bucket run the whole step in
+// parallel; RocksDB groups their writes; the Sequencer publishes their positions in
+// order afterwards. No lock is held across the RocksDB write except the commit's own
+// buckets.
+//
+// The serial write-group validator allocates no bucket pool. Commits queue; the first
+// to arrive leads a group: it validates every queued member in arrival order against
+// the table and against the writes of the members before it, fails only the losers,
+// and writes all survivors with their log entries as one batch, then hands leadership
+// to the next queued commit. Unlike RocksDB's serial policy, members share one write.
+//
+// # Checks
+//
+// Applications chain their own Checks. They run inside the validation step, after the
+// conflict check and before the write, with a View of the state the commit applies to
+// (under the serial policy that includes the writes of earlier members of the same
+// group). A Check rejects the commit by returning an error, which the commit returns
+// unchanged. Under the parallel policy only the commit's own keys are locked; a Check
+// that reads other keys should read them in the transaction instead, so that they are
+// tracked.
+//
+// # Positions and failures
+//
+// Every position a validator assigns is marked done in the Sequencer exactly once.
+// When a write fails after its position was assigned, the validator writes a filler
+// entry (no events, no writes) at that position so the log stays dense, and the commit
+// fails with the write's error. When even the filler cannot be written, the Sequencer
+// is stopped: every later commit fails with ErrStopped, and the next Open fills the gap.
+package validators

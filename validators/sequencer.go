@@ -1,0 +1,189 @@
+package validators
+
+import (
+	"fmt"
+	"sync"
+	"sync/atomic"
+)
+
+// Sequencer hands out dense log positions and publishes them in order, and tracks the
+// read positions of open transactions.
+//
+// Invariants:
+//   - assigned >= published; positions 1..published are all written to RocksDB (data
+//     and log entry, or a filler) and every position in published+1..assigned is either
+//     in done or still being written by the goroutine that was assigned it.
+//   - published only grows, one position at a time, and only over done positions.
+//   - Every waiter for position p is woken exactly once, when published >= p or when the
+//     sequencer stops.
+//   - readers counts open transactions per read position; Acquire reads published under
+//     mu, so a pruning Oldest that runs after it sees it.
+type Sequencer struct {
+	assigned  atomic.Uint64
+	published atomic.Uint64
+
+	mu      sync.Mutex
+	done    map[uint64]struct{}
+	waiters map[uint64]chan struct{}
+	changed chan struct{}
+	err     error
+	readers map[uint64]int
+}
+
+// NewSequencer starts a sequencer whose positions 1..last are already published.
+func NewSequencer(last uint64) *Sequencer {
+	s := &Sequencer{
+		done:    make(map[uint64]struct{}),
+		waiters: make(map[uint64]chan struct{}),
+		changed: make(chan struct{}),
+		readers: make(map[uint64]int),
+	}
+	s.assigned.Store(last)
+	s.published.Store(last)
+	return s
+}
+
+// Published returns the highest position p such that every position up to p is
+// written and visible.
+func (s *Sequencer) Published() uint64 { return s.published.Load() }
+
+// Assigned returns the highest position handed out.
+func (s *Sequencer) Assigned() uint64 { return s.assigned.Load() }
+
+// next assigns n consecutive positions and returns the first. The caller must mark
+// each of them done.
+func (s *Sequencer) next(n int) uint64 { return s.assigned.Add(uint64(n)) - uint64(n) + 1 }
+
+// markDone marks positions first..last written and publishes what is now contiguous.
+func (s *Sequencer) markDone(first, last uint64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for p := first; p <= last; p++ {
+		s.done[p] = struct{}{}
+	}
+	pub := s.published.Load()
+	old := pub
+	for {
+		if _, ok := s.done[pub+1]; !ok {
+			break
+		}
+		delete(s.done, pub+1)
+		pub++
+		if ch, ok := s.waiters[pub]; ok {
+			close(ch)
+			delete(s.waiters, pub)
+		}
+	}
+	if pub != old {
+		s.published.Store(pub)
+		close(s.changed)
+		s.changed = make(chan struct{})
+	}
+}
+
+// Wait blocks until position p is published, or returns the stop error. It does not
+// take a context: the position's commit is already written, and the positions below
+// it are being written by goroutines that will finish or stop the sequencer.
+func (s *Sequencer) Wait(p uint64) error {
+	if s.published.Load() >= p {
+		return nil
+	}
+	s.mu.Lock()
+	if s.published.Load() >= p {
+		s.mu.Unlock()
+		return nil
+	}
+	if s.err != nil {
+		err := s.err
+		s.mu.Unlock()
+		return err
+	}
+	ch, ok := s.waiters[p]
+	if !ok {
+		ch = make(chan struct{})
+		s.waiters[p] = ch
+	}
+	s.mu.Unlock()
+	<-ch
+	if s.published.Load() >= p {
+		return nil
+	}
+	return s.Err()
+}
+
+// Changed returns a channel that is closed the next time the published position
+// advances (or the sequencer stops). Subscribers use it to follow the log.
+func (s *Sequencer) Changed() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.changed
+}
+
+// Err returns the error that stopped the sequencer, or nil.
+func (s *Sequencer) Err() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.err
+}
+
+// stop records that position p can never be written, wakes every waiter and fails
+// every later commit with an error matching ErrStopped.
+func (s *Sequencer) stop(p uint64, cause error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.err != nil {
+		return
+	}
+	s.err = fmt.Errorf("%w: position %d could not be written or filled: %w", ErrStopped, p, cause)
+	for q, ch := range s.waiters {
+		close(ch)
+		delete(s.waiters, q)
+	}
+	close(s.changed)
+	s.changed = make(chan struct{})
+}
+
+// Acquire registers an open transaction and returns its read position: the published
+// position at this moment. Pair it with Release.
+func (s *Sequencer) Acquire() uint64 {
+	s.mu.Lock()
+	p := s.published.Load()
+	s.readers[p]++
+	s.mu.Unlock()
+	return p
+}
+
+// Release ends a transaction registered with Acquire at read position p.
+func (s *Sequencer) Release(p uint64) {
+	s.mu.Lock()
+	if n := s.readers[p]; n <= 1 {
+		delete(s.readers, p)
+	} else {
+		s.readers[p] = n - 1
+	}
+	s.mu.Unlock()
+}
+
+// Oldest returns the lowest read position of any open transaction, or the published
+// position when none is open. No open or future transaction can have a read position
+// below it.
+func (s *Sequencer) Oldest() uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	oldest := s.published.Load()
+	for p := range s.readers {
+		oldest = min(oldest, p)
+	}
+	return oldest
+}
+
+// OpenTransactions returns the number of transactions registered with Acquire.
+func (s *Sequencer) OpenTransactions() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, c := range s.readers {
+		n += c
+	}
+	return n
+}

@@ -27,6 +27,8 @@ var (
 	ErrTooLarge = errors.New("storage: too large")
 	// ErrForeignFamily is returned when a *Family of another database is used.
 	ErrForeignFamily = errors.New("storage: column family belongs to another database")
+	// ErrForeignSnapshot is returned when a *Snapshot of another database is used.
+	ErrForeignSnapshot = errors.New("storage: snapshot belongs to another database")
 )
 
 // OptionsError reports one invalid option: which field, the value given and what was

@@ -64,7 +64,7 @@ func (db *DB) readOptions(s *Snapshot) (*grocksdb.ReadOptions, func(), error) {
 		return db.ro, func() {}, nil
 	}
 	if s.db != db {
-		return nil, nil, errors.New("storage: snapshot belongs to another database")
+		return nil, nil, ErrForeignSnapshot
 	}
 	s.mu.RLock()
 	if s.released {

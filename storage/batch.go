@@ -110,8 +110,8 @@ func (b *Batch) admit(f *Family, key []byte) error {
 	if f == nil {
 		return fmt.Errorf("storage: batch write to a nil column family: %w", ErrColumnFamilyNotFound)
 	}
-	if f.dropped.Load() {
-		return fmt.Errorf("storage: batch write to dropped family %q: %w", f.name, ErrColumnFamilyNotFound)
+	if f.retired.Load() {
+		return fmt.Errorf("storage: batch write to dropped family %q: %w", f.name, errRetired)
 	}
 	if len(key) > MaxKeySize {
 		return &LimitError{What: "key", Size: len(key), Limit: MaxKeySize}
@@ -134,8 +134,13 @@ func appendLenPrefixed(dst, p []byte) []byte {
 }
 
 // Write applies the batch atomically: all of its writes land or none does. It costs
-// three native calls whatever the batch holds. An empty batch is a no-op.
-func (db *DB) Write(b *Batch) error {
+// three native calls whatever the batch holds. An empty batch is a no-op. A batch
+// that names a family dropped physically fails whole; a family that is retired but
+// still claimed (its drop pending) is written normally, which is what lets a commit
+// admitted before a drop complete.
+func (db *DB) Write(b *Batch) error { return db.writeWith(db.wo, b) }
+
+func (db *DB) writeWith(wo *grocksdb.WriteOptions, b *Batch) error {
 	if b == nil || b.count == 0 {
 		return nil
 	}
@@ -147,13 +152,21 @@ func (db *DB) Write(b *Batch) error {
 		if err := db.check(f); err != nil {
 			return err
 		}
-		if f.dropped.Load() {
-			return fmt.Errorf("storage: write to dropped family %q: %w", f.name, ErrColumnFamilyNotFound)
+		if f.physicallyDropped() {
+			return fmt.Errorf("storage: write to dropped family %q: %w", f.name, errRetired)
 		}
+	}
+	if err := db.fault(func(fl *Faults) error {
+		if fl.Write != nil {
+			return fl.Write()
+		}
+		return nil
+	}); err != nil {
+		return fmt.Errorf("storage: write batch: %w", err)
 	}
 	binary.LittleEndian.PutUint32(b.rep[8:batchHeaderLen], b.count)
 	wb := grocksdb.WriteBatchFrom(b.rep)
-	err := db.native.Write(db.wo, wb)
+	err := db.native.Write(wo, wb)
 	wb.Destroy()
 	return mapError("write batch", err)
 }

@@ -32,6 +32,8 @@ type DB struct {
 	wo       *grocksdb.WriteOptions
 	ro       *grocksdb.ReadOptions
 	families registry
+	meta     *Family
+	drops    dropStats
 
 	liveMu sync.Mutex
 	live   map[releaser]struct{}
@@ -65,6 +67,7 @@ func Open(dir string, opts Options) (*DB, error) {
 	db.dbOpts.SetErrorIfExists(opts.ErrorIfExists)
 	db.dbOpts.EnableStatistics()
 
+	// names are RocksDB's names (with generations); logical names key the options.
 	names := []string{DefaultFamily}
 	if existing, err := grocksdb.ListColumnFamilies(db.dbOpts, dir); err == nil {
 		for _, n := range existing {
@@ -73,8 +76,11 @@ func Open(dir string, opts Options) (*DB, error) {
 			}
 		}
 	}
+	if !contains(names, MetaFamily) {
+		names = append(names, MetaFamily)
+	}
 	for n := range opts.Families {
-		if !contains(names, n) {
+		if !containsLogical(names, n) {
 			names = append(names, n)
 		}
 	}
@@ -83,7 +89,8 @@ func Open(dir string, opts Options) (*DB, error) {
 		if i == 0 {
 			cfOpts[i] = db.dbOpts
 		} else {
-			cfOpts[i] = db.familyOptions(opts.Families[n])
+			logical, _ := parsePhysical(n)
+			cfOpts[i] = db.familyOptions(opts.Families[logical])
 		}
 	}
 	native, handles, err := grocksdb.OpenDbColumnFamilies(db.dbOpts, dir, names, cfOpts)
@@ -96,17 +103,31 @@ func Open(dir string, opts Options) (*DB, error) {
 	}
 	db.native = native
 	for i, n := range names {
-		fo := opts.Families[n].withDefaults()
+		logical, gen := parsePhysical(n)
+		fo := opts.Families[logical].withDefaults()
 		var o *grocksdb.Options
 		if i > 0 {
 			o = cfOpts[i]
 		}
-		db.families.add(&Family{db: db, name: n, id: handles[i].ID(), handle: handles[i], opts: fo, nativeOpts: o})
+		db.families.add(&Family{db: db, name: logical, physical: n, gen: gen, id: handles[i].ID(), handle: handles[i], opts: fo, nativeOpts: o})
 	}
+	db.meta = db.families.get(MetaFamily)
 	db.wo = grocksdb.NewDefaultWriteOptions()
 	db.wo.DisableWAL(opts.DisableWAL)
 	db.wo.SetSync(opts.Sync)
 	db.ro = grocksdb.NewDefaultReadOptions()
+	if err := db.completeIntents(); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("storage: open %s: complete pending drops: %w", dir, err)
+	}
+	for n, fo := range opts.Families {
+		if db.families.get(n) == nil {
+			if _, err := db.CreateFamily(n, fo); err != nil {
+				db.Close()
+				return nil, err
+			}
+		}
+	}
 	return db, nil
 }
 
@@ -154,6 +175,10 @@ func (db *DB) Close() error {
 	if db.closed {
 		return nil
 	}
+	var errs []error
+	if err := db.dropPendingOnClose(); err != nil {
+		errs = append(errs, err)
+	}
 	db.closed = true
 	db.liveMu.Lock()
 	for r := range db.live {
@@ -161,7 +186,6 @@ func (db *DB) Close() error {
 	}
 	db.live = nil
 	db.liveMu.Unlock()
-	var errs []error
 	if !db.opts.DisableWAL {
 		if err := db.native.FlushWAL(true); err != nil {
 			errs = append(errs, mapError("flush WAL on close", err))
@@ -190,6 +214,16 @@ func (db *DB) untrack(r releaser) {
 	db.liveMu.Lock()
 	delete(db.live, r)
 	db.liveMu.Unlock()
+}
+
+// containsLogical reports whether any generation of name is among the RocksDB names.
+func containsLogical(physical []string, name string) bool {
+	for _, p := range physical {
+		if n, _ := parsePhysical(p); n == name {
+			return true
+		}
+	}
+	return false
 }
 
 func contains(s []string, v string) bool {

@@ -24,13 +24,21 @@
 // thousand. Keys are limited to MaxKeySize and values to MaxValueSize; larger ones are
 // refused with a *LimitError before anything is written.
 //
-// # Families
+// # Families, generations and deferred drops
 //
-// The family registry lives in one place (families.go). A family dropped with
-// DropFamily is dropped in RocksDB at once, but its native handle stays alive until
-// Close, so reads through a *Family obtained earlier keep working; they see the data
-// as it was at the drop. Families found on disk but not named in Options.Families are
-// reopened with default options.
+// The family registry lives in one place (families.go). Each name has generations: a
+// re-created name is a new RocksDB family ("orders", then "orders#2"), so it starts
+// empty and is independent of the old one's pending drop. A commit that will write to
+// a family first takes a Claim on it and Releases it after its write. DropFamily
+// retires the family at once (new claims and batch puts fail with ErrFamilyRetired),
+// records a durable drop intent in MetaFamily (a synced write) and returns; the
+// physical RocksDB drop runs exactly once, when the last claim is released, on the
+// goroutine that releases it. A drop pending when the process dies is completed by
+// the next Open before it returns, so a dropped family never comes back. A failed
+// physical drop is retried on the next DropFamily, Open or Close and counted in
+// Stats. Native handles of retired families stay alive until Close, so reads through
+// a *Family obtained earlier keep working. Families found on disk but not named in
+// Options.Families are reopened with default options.
 //
 // # Options
 //

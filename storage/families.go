@@ -3,27 +3,53 @@ package storage
 import (
 	"fmt"
 	"sort"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 
 	"github.com/linxGnu/grocksdb"
 )
 
-// Family is an open column family. A *Family stays valid until its database closes:
-// after DropFamily it refuses writes (Batch.Put and Write return an error matching
-// ErrColumnFamilyNotFound) but reads through it keep working.
+// generationSep separates a family's name from its generation in RocksDB's name for
+// it: generation 1 of "orders" is "orders", generation 2 is "orders#2". User family
+// names may not contain it.
+const generationSep = "#"
+
+// Family is one generation of a column family. A *Family stays valid until its
+// database closes: once dropped (retired) it refuses new claims and new batch writes,
+// but reads through it keep working, also after the physical drop.
+//
+// Invariants (mu guards claims, retired's transitions, dropping, dropped):
+//   - retired goes false->true once, under mu; afterwards Claim fails.
+//   - The physical drop starts exactly once per successful attempt, when retired and
+//     claims == 0, on the goroutine that observed that state (Retire or the last
+//     Release); dropping marks an attempt in progress.
+//   - dropped (physically) implies retired and claims == 0.
 type Family struct {
 	db         *DB
-	name       string
+	name       string // the logical name users see
+	physical   string // RocksDB's name: name, or name#generation
+	gen        int
 	id         uint32
 	handle     *grocksdb.ColumnFamilyHandle
 	nativeOpts *grocksdb.Options
 	opts       FamilyOptions
-	dropped    atomic.Bool
+
+	retired  atomic.Bool
+	mu       sync.Mutex
+	claims   int
+	dropping bool
+	dropped  bool
+	onDrop   []func(error)
 }
 
 // Name returns the family's name.
 func (f *Family) Name() string { return f.name }
+
+// Generation returns the family's generation: 1 for the first family of a name, one
+// more for each re-creation after a drop.
+func (f *Family) Generation() int { return f.gen }
 
 // ID returns RocksDB's numeric id for the family, unique within the database for its
 // whole life (a re-created name gets a new id).
@@ -32,18 +58,48 @@ func (f *Family) ID() uint32 { return f.id }
 // Options returns the family's options with defaults filled in.
 func (f *Family) Options() FamilyOptions { return f.opts }
 
-// Dropped reports whether the family has been dropped.
-func (f *Family) Dropped() bool { return f.dropped.Load() }
+// Dropped reports whether the family has been dropped (retired): it accepts no new
+// claims and no new writes, whether or not RocksDB has dropped it physically yet.
+func (f *Family) Dropped() bool { return f.retired.Load() }
 
 // DB returns the database the family belongs to.
 func (f *Family) DB() *DB { return f.db }
 
+// physicallyDropped reports whether RocksDB has dropped the family.
+func (f *Family) physicallyDropped() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.dropped
+}
+
+// physicalName returns RocksDB's name for generation gen of name.
+func physicalName(name string, gen int) string {
+	if gen <= 1 {
+		return name
+	}
+	return name + generationSep + strconv.Itoa(gen)
+}
+
+// parsePhysical splits RocksDB's name for a family into name and generation.
+func parsePhysical(physical string) (string, int) {
+	i := strings.LastIndex(physical, generationSep)
+	if i < 0 {
+		return physical, 1
+	}
+	gen, err := strconv.Atoi(physical[i+1:])
+	if err != nil || gen < 2 {
+		return physical, 1
+	}
+	return physical[:i], gen
+}
+
 // registry is the one place that knows which families exist. It holds every handle
-// ever opened (live ones by name, dropped ones in graveyard) so Close frees them all.
+// ever opened (live ones by name, retired ones in graveyard) so Close frees them all.
 type registry struct {
 	mu        sync.RWMutex
 	byName    map[string]*Family
 	graveyard []*Family
+	maxGen    map[string]int // highest generation ever seen per name (live, retired, intent)
 }
 
 func (r *registry) add(f *Family) {
@@ -51,8 +107,24 @@ func (r *registry) add(f *Family) {
 	defer r.mu.Unlock()
 	if r.byName == nil {
 		r.byName = make(map[string]*Family)
+		r.maxGen = make(map[string]int)
 	}
-	r.byName[f.name] = f
+	if old, ok := r.byName[f.name]; ok && old.gen > f.gen {
+		r.graveyard = append(r.graveyard, f)
+	} else {
+		if ok {
+			r.graveyard = append(r.graveyard, old)
+		}
+		r.byName[f.name] = f
+	}
+	r.noteGen(f.name, f.gen)
+}
+
+func (r *registry) noteGen(name string, gen int) {
+	if r.maxGen == nil {
+		r.maxGen = make(map[string]int)
+	}
+	r.maxGen[name] = max(r.maxGen[name], gen)
 }
 
 func (r *registry) get(name string) *Family {
@@ -61,7 +133,7 @@ func (r *registry) get(name string) *Family {
 	return r.byName[name]
 }
 
-// all returns live and dropped families.
+// all returns live and retired families.
 func (r *registry) all() []*Family {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
@@ -94,7 +166,8 @@ func (db *DB) Default() *Family {
 	return db.families.get(DefaultFamily)
 }
 
-// Families returns the names of the live families, sorted.
+// Families returns the names of the live families, sorted, without the storage
+// layer's own MetaFamily.
 func (db *DB) Families() ([]string, error) {
 	if err := db.enter(); err != nil {
 		return nil, err
@@ -103,7 +176,9 @@ func (db *DB) Families() ([]string, error) {
 	db.families.mu.RLock()
 	names := make([]string, 0, len(db.families.byName))
 	for n := range db.families.byName {
-		names = append(names, n)
+		if n != MetaFamily {
+			names = append(names, n)
+		}
 	}
 	db.families.mu.RUnlock()
 	sort.Strings(names)
@@ -112,7 +187,9 @@ func (db *DB) Families() ([]string, error) {
 
 // CreateFamily creates a column family with the given options. It fails with an
 // *OptionsError for a bad name or option, and with an error matching
-// ErrColumnFamilyExists when the name is live.
+// ErrColumnFamilyExists when the name is live. A name whose earlier generation was
+// dropped can be created at once, even while that drop is pending: the new generation
+// is a distinct RocksDB family and starts empty.
 func (db *DB) CreateFamily(name string, opts FamilyOptions) (*Family, error) {
 	if err := ValidateFamilyName(name); err != nil {
 		return nil, err
@@ -130,42 +207,18 @@ func (db *DB) CreateFamily(name string, opts FamilyOptions) (*Family, error) {
 	if _, ok := r.byName[name]; ok {
 		return nil, fmt.Errorf("storage: create family %q: %w", name, ErrColumnFamilyExists)
 	}
+	gen := r.maxGen[name] + 1
+	physical := physicalName(name, gen)
 	no := db.familyOptions(opts)
-	h, err := db.native.CreateColumnFamily(no, name)
+	h, err := db.native.CreateColumnFamily(no, physical)
 	if err != nil {
 		no.Destroy()
 		return nil, mapError(fmt.Sprintf("create family %q", name), err)
 	}
-	f := &Family{db: db, name: name, id: h.ID(), handle: h, nativeOpts: no, opts: opts.withDefaults()}
+	f := &Family{db: db, name: name, physical: physical, gen: gen, id: h.ID(), handle: h, nativeOpts: no, opts: opts.withDefaults()}
 	r.byName[name] = f
+	r.noteGen(name, gen)
 	return f, nil
-}
-
-// DropFamily drops the live family with that name from RocksDB at once. The default
-// family cannot be dropped. The *Family values already handed out keep serving reads
-// until Close; writes through them fail. The name can be created again immediately.
-func (db *DB) DropFamily(name string) error {
-	if name == DefaultFamily {
-		return &OptionsError{Field: "family name", Value: name, Reason: "the default family cannot be dropped"}
-	}
-	if err := db.enter(); err != nil {
-		return err
-	}
-	defer db.leave()
-	r := &db.families
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	f, ok := r.byName[name]
-	if !ok {
-		return fmt.Errorf("storage: drop family %q: %w", name, ErrColumnFamilyNotFound)
-	}
-	if err := db.native.DropColumnFamily(f.handle); err != nil {
-		return mapError(fmt.Sprintf("drop family %q", name), err)
-	}
-	f.dropped.Store(true)
-	delete(r.byName, name)
-	r.graveyard = append(r.graveyard, f)
-	return nil
 }
 
 // check verifies that f can be used with db.

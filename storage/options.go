@@ -3,6 +3,7 @@ package storage
 import (
 	"fmt"
 	"sort"
+	"strings"
 )
 
 // Limits and defaults, in one place.
@@ -57,6 +58,8 @@ type Options struct {
 	BlockCacheSize int64
 	// ErrorIfExists fails Open when the database already exists.
 	ErrorIfExists bool
+	// Faults injects failures for tests; nil in production.
+	Faults *Faults
 }
 
 // Validate checks every option and returns the first problem as an *OptionsError,
@@ -106,10 +109,14 @@ func (f FamilyOptions) withDefaults() FamilyOptions {
 	return f
 }
 
-// ValidateFamilyName checks that name can name a column family: 1..255 bytes.
+// ValidateFamilyName checks that name can name a column family: 1..255 bytes, without
+// "#" (which separates a name from its generation in RocksDB's name for the family).
 func ValidateFamilyName(name string) error {
 	if name == "" || len(name) > MaxFamilyNameLen {
 		return &OptionsError{Field: "family name", Value: fmt.Sprintf("%q", name), Reason: "must be 1 to 255 bytes long"}
+	}
+	if strings.Contains(name, generationSep) {
+		return &OptionsError{Field: "family name", Value: fmt.Sprintf("%q", name), Reason: "must not contain \"#\""}
 	}
 	return nil
 }

@@ -26,6 +26,10 @@ type Stats struct {
 	BytesWritten      uint64 // ticker rocksdb.bytes.written (user bytes), cumulative
 	StallMicros       uint64 // ticker rocksdb.stall.micros, cumulative time writers stalled
 	ImmutableMemtable uint64 // sum over families
+	PendingDrops      int64  // families dropped (retired) whose physical drop has not run yet
+	FailedDrops       int64  // physical drop attempts that failed, cumulative
+	CompletedDrops    int64  // physical drops done, cumulative
+	LastDropError     string // the last drop failure, if any
 	Families          []FamilyStats
 }
 
@@ -45,6 +49,12 @@ func (db *DB) Stats() (Stats, error) {
 	s.BytesCompacted = tickers["rocksdb.compact.write.bytes"]
 	s.BytesWritten = tickers["rocksdb.bytes.written"]
 	s.StallMicros = tickers["rocksdb.stall.micros"]
+	s.PendingDrops = db.drops.pending.Load()
+	s.FailedDrops = db.drops.failed.Load()
+	s.CompletedDrops = db.drops.done.Load()
+	if e, ok := db.drops.lastErr.Load().(string); ok {
+		s.LastDropError = e
+	}
 	db.families.mu.RLock()
 	fams := make([]*Family, 0, len(db.families.byName))
 	for _, f := range db.families.byName {
@@ -52,6 +62,9 @@ func (db *DB) Stats() (Stats, error) {
 	}
 	db.families.mu.RUnlock()
 	for _, f := range fams {
+		if f.name == MetaFamily {
+			continue
+		}
 		fs := FamilyStats{Name: f.name, WriteBufferSize: f.opts.WriteBufferSize, MaxWriteBufferNumber: f.opts.MaxWriteBufferNumber}
 		fs.ImmutableMemtables, _ = db.native.GetIntPropertyCF("rocksdb.num-immutable-mem-table", f.handle)
 		fs.MemtableBytes, _ = db.native.GetIntPropertyCF("rocksdb.cur-size-all-mem-tables", f.handle)
@@ -98,7 +111,7 @@ func (db *DB) Flush() error {
 	fo := newFlushOptions()
 	defer fo.Destroy()
 	for _, f := range db.families.all() {
-		if f.dropped.Load() {
+		if f.physicallyDropped() {
 			continue
 		}
 		if err := db.native.FlushCF(f.handle, fo); err != nil {

@@ -1,0 +1,281 @@
+package storage
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"sync/atomic"
+
+	"github.com/linxGnu/grocksdb"
+)
+
+// MetaFamily is the storage layer's own family. It holds durable drop intents; it is
+// not listed by Families and cannot be dropped.
+const MetaFamily = "rockline.meta"
+
+// dropIntentPrefix starts the MetaFamily key of a drop intent: the prefix followed by
+// the family's RocksDB name.
+var dropIntentPrefix = []byte("drop/")
+
+// Faults lets tests inject failures into the storage layer. Each hook, when set, runs
+// before the operation it names; a non-nil error fails that operation as RocksDB
+// would. Production code leaves Options.Faults nil.
+type Faults struct {
+	// Write runs before every batch write.
+	Write func() error
+	// Drop runs before every physical drop of a family, with the family's name.
+	Drop func(name string) error
+}
+
+// dropStats are the drop protocol's counters, read by Stats.
+type dropStats struct {
+	pending atomic.Int64 // retired, not yet dropped physically
+	failed  atomic.Int64 // physical drop attempts that failed, cumulative
+	done    atomic.Int64 // physical drops completed, cumulative
+	lastErr atomic.Value // string
+}
+
+// DropFamily retires the live family with that name and returns without waiting for
+// commits that hold claims on it. Before it returns, the retirement is recorded
+// durably, so a drop is never forgotten by a crash: the next Open completes it. New
+// claims and batch writes to the family fail at once; the name can be created again
+// at once; reads through the *Family keep working. The physical RocksDB drop runs
+// exactly once, when the last claim is released (now, if none is held). A physical
+// drop that fails is retried on the next DropFamily, Open or Close, and counted in
+// Stats. done, when not nil, is called once with the physical drop's outcome (nil
+// when it happened) on the goroutine that ran it; after a failure it is called on the
+// attempt that finally succeeds or at Close.
+//
+// The default family and MetaFamily cannot be dropped (*OptionsError).
+func (db *DB) DropFamily(name string, done ...func(error)) error {
+	if name == DefaultFamily || name == MetaFamily {
+		return &OptionsError{Field: "family name", Value: name, Reason: "the default family and the storage meta family cannot be dropped"}
+	}
+	if err := db.enter(); err != nil {
+		return err
+	}
+	r := &db.families
+	r.mu.Lock()
+	f, ok := r.byName[name]
+	if !ok {
+		r.mu.Unlock()
+		db.leave()
+		return fmt.Errorf("storage: drop family %q: %w", name, ErrColumnFamilyNotFound)
+	}
+	if err := db.writeIntent(f); err != nil {
+		r.mu.Unlock()
+		db.leave()
+		return err
+	}
+	f.mu.Lock()
+	f.retired.Store(true)
+	f.onDrop = append(f.onDrop, done...)
+	run := f.readyToDropLocked()
+	f.mu.Unlock()
+	delete(r.byName, name)
+	r.graveyard = append(r.graveyard, f)
+	r.mu.Unlock()
+	db.drops.pending.Add(1)
+	db.leave()
+	if run {
+		db.physicalDrop(f)
+	}
+	db.retryDrops()
+	return nil
+}
+
+// writeIntent durably records that f is to be dropped.
+func (db *DB) writeIntent(f *Family) error {
+	b := NewBatch()
+	if err := b.Put(db.meta, append(bytes.Clone(dropIntentPrefix), f.physical...), []byte(f.name)); err != nil {
+		return err
+	}
+	return db.writeSync(b)
+}
+
+// writeSync writes b with sync on (and the WAL on), whatever the database's options.
+func (db *DB) writeSync(b *Batch) error {
+	wo := grocksdb.NewDefaultWriteOptions()
+	defer wo.Destroy()
+	wo.SetSync(true)
+	return db.writeWith(wo, b)
+}
+
+// physicalDrop drops f in RocksDB and removes its intent. The caller marked the attempt
+// started (f.dropping). It runs outside the gate's write side; after Close began it
+// does nothing (Close drops what is pending itself).
+func (db *DB) physicalDrop(f *Family) {
+	if db.enter() != nil {
+		f.mu.Lock()
+		f.dropping = false
+		f.mu.Unlock()
+		return
+	}
+	defer db.leave()
+	db.dropLocked(f)
+}
+
+// dropLocked performs the drop; the caller holds the gate (either side).
+func (db *DB) dropLocked(f *Family) {
+	err := db.fault(func(fl *Faults) error {
+		if fl.Drop != nil {
+			return fl.Drop(f.name)
+		}
+		return nil
+	})
+	if err == nil {
+		err = mapError(fmt.Sprintf("drop family %q", f.name), db.native.DropColumnFamily(f.handle))
+	}
+	if err == nil {
+		// The intent is only a reminder now; losing this delete means one redundant
+		// check at the next Open, which finds no such family.
+		if derr := db.native.DeleteCF(db.wo, db.meta.handle, append(bytes.Clone(dropIntentPrefix), f.physical...)); derr != nil {
+			db.drops.lastErr.Store(mapError("delete drop intent", derr).Error())
+		}
+	}
+	f.mu.Lock()
+	f.dropping = false
+	var callbacks []func(error)
+	if err == nil {
+		f.dropped = true
+		callbacks, f.onDrop = f.onDrop, nil
+	}
+	f.mu.Unlock()
+	if err != nil {
+		db.drops.failed.Add(1)
+		db.drops.lastErr.Store(err.Error())
+		return
+	}
+	db.drops.pending.Add(-1)
+	db.drops.done.Add(1)
+	for _, cb := range callbacks {
+		cb(nil)
+	}
+}
+
+// retryDrops retries physical drops that failed earlier and are no longer claimed.
+func (db *DB) retryDrops() {
+	if db.drops.failed.Load() == 0 {
+		return
+	}
+	for _, f := range db.pendingDrops() {
+		f.mu.Lock()
+		run := f.readyToDropLocked()
+		f.mu.Unlock()
+		if run {
+			db.physicalDrop(f)
+		}
+	}
+}
+
+// pendingDrops returns the retired families not yet dropped physically.
+func (db *DB) pendingDrops() []*Family {
+	var out []*Family
+	for _, f := range db.families.all() {
+		if f.retired.Load() && !f.physicallyDropped() {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// fault runs a fault hook if one is configured.
+func (db *DB) fault(fn func(*Faults) error) error {
+	if db.opts.Faults == nil {
+		return nil
+	}
+	return fn(db.opts.Faults)
+}
+
+// completeIntents drops, at Open, every family whose drop was recorded but not done,
+// and forgets intents for families that no longer exist.
+func (db *DB) completeIntents() error {
+	it, err := db.NewIterator(db.meta, IterOptions{Lower: dropIntentPrefix, Upper: prefixEnd(dropIntentPrefix)})
+	if err != nil {
+		return err
+	}
+	type intent struct{ key, physical []byte }
+	var intents []intent
+	for it.First(); it.Valid(); it.Next() {
+		k := it.Key()
+		intents = append(intents, intent{key: k, physical: k[len(dropIntentPrefix):]})
+	}
+	err = it.Err()
+	it.Close()
+	if err != nil {
+		return err
+	}
+	for _, in := range intents {
+		var target *Family
+		for _, f := range db.families.all() {
+			if f.physical == string(in.physical) {
+				target = f
+			}
+		}
+		if target == nil {
+			if err := db.native.DeleteCF(db.wo, db.meta.handle, in.key); err != nil {
+				return mapError("delete drop intent", err)
+			}
+			name, gen := parsePhysical(string(in.physical))
+			db.families.mu.Lock()
+			db.families.noteGen(name, gen)
+			db.families.mu.Unlock()
+			continue
+		}
+		r := &db.families
+		r.mu.Lock()
+		if r.byName[target.name] == target {
+			delete(r.byName, target.name)
+		}
+		r.graveyard = append(r.graveyard, target)
+		r.mu.Unlock()
+		target.mu.Lock()
+		target.retired.Store(true)
+		target.dropping = true
+		target.mu.Unlock()
+		db.drops.pending.Add(1)
+		db.physicalDrop(target)
+	}
+	// A live name whose newest generation was retired falls back to nothing; an older
+	// live generation left by a crash is not resurrected.
+	return nil
+}
+
+// dropPendingOnClose runs at Close, under the gate's write side: every retired family
+// that holds no claim is dropped now; callbacks of drops that cannot run get an error.
+func (db *DB) dropPendingOnClose() error {
+	var errs []error
+	for _, f := range db.pendingDrops() {
+		f.mu.Lock()
+		run := f.readyToDropLocked()
+		f.mu.Unlock()
+		if run {
+			db.dropLocked(f)
+		}
+		f.mu.Lock()
+		if !f.dropped {
+			err := fmt.Errorf("storage: drop of family %q still pending at close (claims %d): it completes at the next Open", f.name, f.claims)
+			errs = append(errs, err)
+			callbacks := f.onDrop
+			f.onDrop = nil
+			f.mu.Unlock()
+			for _, cb := range callbacks {
+				cb(err)
+			}
+			continue
+		}
+		f.mu.Unlock()
+	}
+	return errors.Join(errs...)
+}
+
+func prefixEnd(p []byte) []byte {
+	end := bytes.Clone(p)
+	for i := len(end) - 1; i >= 0; i-- {
+		if end[i] < 0xff {
+			end[i]++
+			return end[:i+1]
+		}
+	}
+	return nil
+}

@@ -62,6 +62,13 @@ func (f *Family) Options() FamilyOptions { return f.opts }
 // claims and no new writes, whether or not RocksDB has dropped it physically yet.
 func (f *Family) Dropped() bool { return f.retired.Load() }
 
+// QualifiedName returns RocksDB's name for this generation: the name for generation
+// 1, "name#generation" after. ParseQualifiedName reverses it.
+func (f *Family) QualifiedName() string { return f.physical }
+
+// ParseQualifiedName splits a QualifiedName into the family name and generation.
+func ParseQualifiedName(q string) (name string, generation int) { return parsePhysical(q) }
+
 // DB returns the database the family belongs to.
 func (f *Family) DB() *DB { return f.db }
 

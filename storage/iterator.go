@@ -81,6 +81,12 @@ func (it *Iterator) do(fn func(*grocksdb.Iterator)) bool {
 // First moves to the first key within the bounds.
 func (it *Iterator) First() { it.do(func(n *grocksdb.Iterator) { n.SeekToFirst() }) }
 
+// Last moves to the last key within the bounds.
+func (it *Iterator) Last() { it.do(func(n *grocksdb.Iterator) { n.SeekToLast() }) }
+
+// Prev moves to the previous key.
+func (it *Iterator) Prev() { it.do(func(n *grocksdb.Iterator) { n.Prev() }) }
+
 // Seek moves to the first key at or after key.
 func (it *Iterator) Seek(key []byte) { it.do(func(n *grocksdb.Iterator) { n.Seek(key) }) }
 

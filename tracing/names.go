@@ -25,16 +25,18 @@ const (
 
 // Attribute keys.
 const (
-	AttrLane      = attribute.Key("rockline.lane")
-	AttrPolicy    = attribute.Key("rockline.policy")
-	AttrKeys      = attribute.Key("rockline.keys")
-	AttrReads     = attribute.Key("rockline.reads")
-	AttrBytes     = attribute.Key("rockline.bytes")
-	AttrPosition  = attribute.Key("rockline.position")
-	AttrOutcome   = attribute.Key("rockline.outcome")
-	AttrSync      = attribute.Key("rockline.sync")
-	AttrFamily    = attribute.Key("rockline.family")
-	AttrErrorType = attribute.Key("error.type")
+	AttrLane     = attribute.Key("rockline.lane")
+	AttrPolicy   = attribute.Key("rockline.policy")
+	AttrKeys     = attribute.Key("rockline.keys")
+	AttrReads    = attribute.Key("rockline.reads")
+	AttrBytes    = attribute.Key("rockline.bytes")
+	AttrPosition = attribute.Key("rockline.position")
+	AttrOutcome  = attribute.Key("rockline.outcome")
+	AttrSync     = attribute.Key("rockline.sync")
+	AttrFamily   = attribute.Key("rockline.family")
+	// AttrDropWaitMillis is how long a drop waited for admitted commits, in ms.
+	AttrDropWaitMillis = attribute.Key("rockline.drop.wait_ms")
+	AttrErrorType      = attribute.Key("error.type")
 )
 
 // Outcomes and error types recorded on commit spans.

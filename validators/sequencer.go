@@ -1,6 +1,7 @@
 package validators
 
 import (
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -186,4 +187,32 @@ func (s *Sequencer) OpenTransactions() int {
 		n += c
 	}
 	return n
+}
+
+// ErrNotExclusive is returned by Replay while transactions are open or commits are in
+// flight: replayed writes bypass conflict tracking, so they need the database alone.
+var ErrNotExclusive = errors.New("rockline: replay needs the database alone (no open transactions or in-flight commits)")
+
+// Replay assigns position pos (which must be the next one) to a write that bypasses
+// validation, runs write, and publishes pos. It is for restoring a database from a
+// log. If write fails the sequencer stops, since pos can no longer be filled safely.
+func (s *Sequencer) Replay(pos uint64, write func() error) error {
+	if s.OpenTransactions() > 0 {
+		return ErrNotExclusive
+	}
+	if err := s.Err(); err != nil {
+		return err
+	}
+	if !s.assigned.CompareAndSwap(pos-1, pos) || s.Published() != pos-1 {
+		if s.Assigned() >= pos {
+			s.assigned.CompareAndSwap(pos, pos-1)
+		}
+		return fmt.Errorf("%w: position %d is not next (assigned %d, published %d)", ErrNotExclusive, pos, s.Assigned(), s.Published())
+	}
+	if err := write(); err != nil {
+		s.stop(pos, err)
+		return err
+	}
+	s.markDone(pos, pos)
+	return nil
 }

@@ -49,8 +49,9 @@ type Op struct {
 }
 
 // EntryFunc appends the log entry for a commit at position pos, committed at unixNano,
-// to dst.
-type EntryFunc func(dst []byte, pos uint64, unixNano int64) []byte
+// to dst and returns it. It may also add writes that depend on the position to b (for
+// example a stream index); those writes must be part of the entry it encodes.
+type EntryFunc func(b *storage.Batch, dst []byte, pos uint64, unixNano int64) ([]byte, error)
 
 // Commit is what a transaction hands to a validator.
 type Commit struct {
@@ -153,7 +154,10 @@ func (c *core) runChecks(ctx context.Context, cm *Commit, v View) error {
 // appendEntry adds the log entry of cm at pos to b.
 func (c *core) appendEntry(b *storage.Batch, cm *Commit, pos uint64, scratch []byte) ([]byte, error) {
 	key := c.LogKey(nil, pos)
-	scratch = cm.Entry(scratch[:0], pos, cm.Time.UnixNano())
+	scratch, err := cm.Entry(b, scratch[:0], pos, cm.Time.UnixNano())
+	if err != nil {
+		return scratch, err
+	}
 	return scratch, b.Put(c.Log, key, scratch)
 }
 

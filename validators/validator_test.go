@@ -45,8 +45,8 @@ func newRig(t *testing.T, policy string, checks ...Check) *rig {
 // commit builds a Commit that read reads and writes key=value for each of writes.
 func (r *rig) commit(t *testing.T, f *storage.Family, readPos uint64, reads []string, writes map[string]string) *Commit {
 	t.Helper()
-	c := &Commit{ReadPos: readPos, Batch: storage.NewBatch(), Entry: func(dst []byte, pos uint64, _ int64) []byte {
-		return fmt.Appendf(dst, "entry %d", pos)
+	c := &Commit{ReadPos: readPos, Batch: storage.NewBatch(), Entry: func(_ *storage.Batch, dst []byte, pos uint64, _ int64) ([]byte, error) {
+		return fmt.Appendf(dst, "entry %d", pos), nil
 	}}
 	for _, k := range reads {
 		c.Reads = append(c.Reads, r.fp.Of(f.ID(), []byte(k)))

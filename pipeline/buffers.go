@@ -1,0 +1,35 @@
+package pipeline
+
+import (
+	"sync"
+
+	"github.com/rockline/rockline/storage"
+	"github.com/rockline/rockline/validators"
+)
+
+// txnBuffers are the growable buffers of one transaction, pooled so that a steady
+// stream of commits allocates (almost) nothing per key.
+type txnBuffers struct {
+	batch  *storage.Batch
+	arena  []byte
+	ops    []validators.Op
+	writes []uint64
+	reads  []uint64
+}
+
+// maxPooledBytes keeps a transaction that wrote a lot from pinning its buffers in the pool.
+const maxPooledBytes = 1 << 20
+
+var bufferPool = sync.Pool{New: func() any { return &txnBuffers{batch: storage.NewBatch()} }}
+
+func getBuffers() *txnBuffers { return bufferPool.Get().(*txnBuffers) }
+
+func putBuffers(b *txnBuffers) {
+	if cap(b.arena) > maxPooledBytes || b.batch.Size() > maxPooledBytes || cap(b.ops) > maxPooledBytes/64 {
+		return
+	}
+	b.batch.Reset()
+	clear(b.ops) // drop family pointers
+	b.arena, b.ops, b.writes, b.reads = b.arena[:0], b.ops[:0], b.writes[:0], b.reads[:0]
+	bufferPool.Put(b)
+}

@@ -1,0 +1,232 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"slices"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/rockline/rockline/internal/logentry"
+	"github.com/rockline/rockline/lanes"
+	"github.com/rockline/rockline/storage"
+	"github.com/rockline/rockline/tracing"
+	"github.com/rockline/rockline/validators"
+)
+
+// Commit hands the transaction to a commit lane and waits for the outcome. While the
+// lane is full it blocks until ctx ends, then returns ctx.Err() with nothing written;
+// a commit whose ctx ends while it waits in the queue is skipped with ctx.Err(). Once
+// validation has begun the outcome is reported whatever ctx does. It returns nil once
+// the commit is written and its log position published, so a transaction begun after
+// Commit returns sees it. Errors: ErrConflict, ErrTxnTooOld, ErrTxnDone, ErrClosed,
+// ErrColumnFamilyDropped, a Check's error, a storage error. The transaction is done
+// whatever the outcome.
+func (t *Txn) Commit(ctx context.Context) error {
+	_, err := t.commit(ctx, false)
+	return err
+}
+
+// CommitSync runs the same stages as Commit on the caller's goroutine, concurrently
+// with the lanes (no lane span, no queue).
+func (t *Txn) CommitSync() error {
+	_, err := t.commit(context.Background(), true)
+	return err
+}
+
+// CommitPosition is Commit that also returns the commit's log position (0 when the
+// transaction wrote nothing and carried no events).
+func (t *Txn) CommitPosition(ctx context.Context) (uint64, error) {
+	return t.commit(ctx, false)
+}
+
+func (t *Txn) commit(ctx context.Context, sync bool) (pos uint64, err error) {
+	if err := t.usable(); err != nil {
+		return 0, err
+	}
+	t.done = true
+	defer t.release()
+	db := t.db
+	ctx, span := db.tracer.Start(ctx, tracing.SpanCommit, trace.WithAttributes(
+		tracing.AttrPolicy.String(db.val.Policy()),
+		tracing.AttrSync.Bool(sync),
+		tracing.AttrKeys.Int(len(t.ops)),
+		tracing.AttrReads.Int(len(t.reads)),
+		tracing.AttrBytes.Int(t.batch.Size()),
+	))
+	defer func() { endCommitSpan(span, pos, err) }()
+	c := t.record()
+	claimed, err := t.claim()
+	if err != nil {
+		return 0, err
+	}
+	defer release(claimed)
+	if h := db.cfg.Hooks; h != nil && h.AfterAdmit != nil {
+		h.AfterAdmit()
+	}
+	if sync {
+		if err := db.enter(); err != nil {
+			return 0, err
+		}
+		defer db.leave()
+		pos, err = db.validate(ctx, c)
+	} else {
+		tk := &task{ctx: ctx, txn: t, c: c, done: make(chan struct{})}
+		_, tk.queued = db.tracer.Start(ctx, tracing.SpanLaneWait)
+		lane, serr := db.lanes.Submit(ctx, tk)
+		if serr != nil {
+			tk.queued.End()
+			if errors.Is(serr, lanes.ErrClosed) {
+				serr = ErrClosed
+			}
+			return 0, serr
+		}
+		span.SetAttributes(tracing.AttrLane.Int(lane))
+		if h := db.cfg.Hooks; h != nil && h.AfterSubmit != nil {
+			h.AfterSubmit(lane)
+		}
+		<-tk.done
+		pos, err = tk.pos, tk.err
+	}
+	if err != nil {
+		return 0, t.mapCommitErr(err)
+	}
+	if pos != 0 {
+		_, ps := db.tracer.Start(ctx, tracing.SpanPublish, trace.WithAttributes(tracing.AttrPosition.Int64(int64(pos))))
+		err = db.seq.Wait(pos)
+		ps.End()
+	}
+	return pos, err
+}
+
+// claim admits the commit: it claims every family the transaction writes, so none of
+// them is dropped physically before the write. A family dropped since the writes were
+// buffered refuses the claim and the whole commit fails with a *DroppedError; nothing
+// is written and no log position is used.
+func (t *Txn) claim() ([]*storage.Family, error) {
+	var claimed []*storage.Family
+	for _, op := range t.ops {
+		if slices.Contains(claimed, op.Family) {
+			continue
+		}
+		if err := op.Family.Claim(); err != nil {
+			release(claimed)
+			return nil, &DroppedError{Family: op.Family.Name()}
+		}
+		claimed = append(claimed, op.Family)
+	}
+	return claimed, nil
+}
+
+// release ends the claims of a commit; the last release of a dropped family runs its
+// physical drop here.
+func release(claimed []*storage.Family) {
+	for _, f := range claimed {
+		f.Release()
+	}
+}
+
+// record builds the validator's view of the transaction.
+func (t *Txn) record() *validators.Commit {
+	return &validators.Commit{
+		ReadPos:   t.readPos,
+		Reads:     t.reads,
+		Writes:    t.writes,
+		Ops:       t.ops,
+		Batch:     t.batch,
+		HasEvents: len(t.events) > 0,
+		Entry:     t.encodeEntry,
+	}
+}
+
+// encodeEntry is the validator's EntryFunc: it adds the stream index records, which
+// need the position, to b and encodes the log entry with every write.
+func (t *Txn) encodeEntry(b *storage.Batch, dst []byte, pos uint64, unixNano int64) ([]byte, error) {
+	enc := logentry.NewEncoder(dst, pos, unixNano, false, len(t.events), len(t.ops)+t.positionedWrites())
+	for _, e := range t.events {
+		enc.Event(e.ID, e.Type, e.Data, e.Metadata)
+	}
+	for _, op := range t.ops {
+		enc.Write(op.Family.QualifiedName(), op.Key, op.Value, op.Delete)
+	}
+	streams := t.db.streamsCF.f
+	for _, a := range t.appends {
+		for i := a.from; i < a.to; i++ {
+			k := eventKey(a.stream, a.first+uint64(i-a.from))
+			v := eventValue(pos, i, t.events[i].ID)
+			if err := b.Put(streams, k, v); err != nil {
+				return nil, err
+			}
+			enc.Write(streams.QualifiedName(), k, v, false)
+		}
+	}
+	return enc.Finish(), nil
+}
+
+// validate runs the validator with the validate and write spans around its stages.
+func (db *DB) validate(ctx context.Context, c *validators.Commit) (uint64, error) {
+	_, vs := db.tracer.Start(ctx, tracing.SpanValidate)
+	var ws trace.Span
+	c.Observe = func(s validators.Stage) {
+		switch s {
+		case validators.Validated:
+			vs.End()
+			vs = nil
+			_, ws = db.tracer.Start(ctx, tracing.SpanWrite, trace.WithAttributes(tracing.AttrBytes.Int(c.Batch.Size())))
+		case validators.Written:
+			ws.End()
+		}
+	}
+	pos, err := db.val.Commit(ctx, c)
+	if vs != nil {
+		if err != nil {
+			vs.SetStatus(codes.Error, err.Error())
+			vs.SetAttributes(tracing.AttrErrorType.String(errorType(err)))
+		}
+		vs.End()
+	}
+	switch {
+	case err == nil && pos != 0:
+		db.stats.commits.Add(1)
+	case errors.Is(err, ErrConflict):
+		db.stats.conflicts.Add(1)
+	case err != nil:
+		db.stats.failures.Add(1)
+	}
+	return pos, err
+}
+
+func (t *Txn) mapCommitErr(err error) error {
+	return closedErr(err)
+}
+
+func endCommitSpan(span trace.Span, pos uint64, err error) {
+	if err != nil {
+		span.SetStatus(codes.Error, err.Error())
+		span.SetAttributes(tracing.AttrOutcome.String(tracing.OutcomeFailed), tracing.AttrErrorType.String(errorType(err)))
+	} else {
+		span.SetAttributes(tracing.AttrOutcome.String(tracing.OutcomeCommitted), attribute.Int64(string(tracing.AttrPosition), int64(pos)))
+	}
+	span.End()
+}
+
+// errorType classifies an error for the error.type attribute.
+func errorType(err error) string {
+	switch {
+	case errors.Is(err, ErrConflict):
+		return tracing.ErrorConflict
+	case errors.Is(err, ErrTxnTooOld):
+		return tracing.ErrorTxnTooOld
+	case errors.Is(err, ErrClosed):
+		return tracing.ErrorClosed
+	case errors.Is(err, ErrColumnFamilyDropped):
+		return tracing.ErrorCFDropped
+	case errors.Is(err, ErrStopped):
+		return tracing.ErrorStopped
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return tracing.ErrorCanceled
+	}
+	return tracing.ErrorOther
+}

@@ -1,0 +1,171 @@
+package pipeline
+
+import (
+	"runtime"
+	"time"
+
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/rockline/rockline/lanes"
+	"github.com/rockline/rockline/storage"
+	"github.com/rockline/rockline/validators"
+)
+
+// Validation policies for Config.Validation.
+const (
+	Parallel = validators.Parallel
+	Serial   = validators.Serial
+)
+
+// Config configures Open. Zero values mean the default; DefaultConfig shows them.
+type Config struct {
+	// Lanes is the number of commit lanes (1..64; default min(4, GOMAXPROCS)).
+	Lanes int
+	// LaneQueueDepth is each lane's queue bound (1..1<<20; default 1024). A full lane
+	// blocks Commit until its context ends.
+	LaneQueueDepth int
+	// Validation is "parallel" (default) or "serial".
+	Validation string
+	// Buckets is the parallel validator's lock pool size (16..16,777,216; default
+	// 65,536, 512 KiB). Ignored, and not allocated, under "serial".
+	Buckets int
+	// DisableWAL turns RocksDB's write-ahead log off: a process kill may lose
+	// acknowledged commits, but data and log still agree after reopen.
+	DisableWAL bool
+	// Sync makes every commit wait for its WAL write to reach the device.
+	Sync bool
+	// Families configures column families by name (write buffer size and count).
+	// Families created later with CreateColumnFamily use FamilyDefaults unless named here.
+	Families map[string]storage.FamilyOptions
+	// FamilyDefaults are the options of families not named in Families.
+	FamilyDefaults storage.FamilyOptions
+	// BlockCacheSize is the RocksDB block cache size in bytes (0: 8 MiB).
+	BlockCacheSize int64
+	// MaxAttempts is how many times Update runs its function on ErrConflict
+	// (1..1000; default 10).
+	MaxAttempts int
+	// RetryBackoff is the base of Update's jittered exponential backoff (default 1ms,
+	// at most 1s).
+	RetryBackoff time.Duration
+	// Checks are application rules run inside the validation step of every commit.
+	Checks []validators.Check
+	// TracerProvider receives rockline's spans; nil means otel's global provider at
+	// Open. rockline never sets a global provider.
+	TracerProvider trace.TracerProvider
+	// Hooks are seams for tests (nil in production).
+	Hooks *Hooks
+	// StorageFaults injects storage failures for tests (nil in production).
+	StorageFaults *storage.Faults
+}
+
+// Hooks let tests stop a commit at a chosen point instead of sleeping. Every hook runs
+// on the committing goroutine.
+type Hooks struct {
+	// AfterAdmit runs once a commit holds its claims on the families it writes, before
+	// it enters a lane (Commit) or the validator (CommitSync).
+	AfterAdmit func()
+	// AfterSubmit runs once a lane has accepted a Commit's task (with the lane's
+	// index), before Commit waits for the outcome.
+	AfterSubmit func(lane int)
+}
+
+// Defaults, in one place.
+const (
+	DefaultLaneQueueDepth = 1024
+	DefaultMaxAttempts    = 10
+	DefaultRetryBackoff   = time.Millisecond
+	maxLanes              = lanes.MaxLanes
+	maxQueueDepth         = lanes.MaxDepth
+)
+
+// DefaultConfig returns the configuration Open uses for zero fields.
+func DefaultConfig() Config {
+	return Config{
+		Lanes:          min(4, runtime.GOMAXPROCS(0)),
+		LaneQueueDepth: DefaultLaneQueueDepth,
+		Validation:     Parallel,
+		Buckets:        validators.DefaultBuckets,
+		MaxAttempts:    DefaultMaxAttempts,
+		RetryBackoff:   DefaultRetryBackoff,
+	}
+}
+
+// withDefaults fills zero fields from DefaultConfig.
+func (c Config) withDefaults() Config {
+	d := DefaultConfig()
+	if c.Lanes == 0 {
+		c.Lanes = d.Lanes
+	}
+	if c.LaneQueueDepth == 0 {
+		c.LaneQueueDepth = d.LaneQueueDepth
+	}
+	if c.Validation == "" {
+		c.Validation = d.Validation
+	}
+	if c.Buckets == 0 {
+		c.Buckets = d.Buckets
+	}
+	if c.MaxAttempts == 0 {
+		c.MaxAttempts = d.MaxAttempts
+	}
+	if c.RetryBackoff == 0 {
+		c.RetryBackoff = d.RetryBackoff
+	}
+	return c
+}
+
+// Validate checks every field, in declaration order, and returns the first problem as
+// a *ConfigError naming the field, the value and the valid range. It applies nothing.
+func (c Config) Validate() error {
+	c = c.withDefaults()
+	switch {
+	case c.Lanes < 1 || c.Lanes > maxLanes:
+		return &ConfigError{Field: "Lanes", Value: c.Lanes, Reason: "must be between 1 and 64"}
+	case c.LaneQueueDepth < 1 || c.LaneQueueDepth > maxQueueDepth:
+		return &ConfigError{Field: "LaneQueueDepth", Value: c.LaneQueueDepth, Reason: "must be between 1 and 1048576"}
+	case c.Validation != Parallel && c.Validation != Serial:
+		return &ConfigError{Field: "Validation", Value: c.Validation, Reason: `must be "parallel" or "serial"`}
+	case c.Buckets < validators.MinBuckets || c.Buckets > validators.MaxBuckets:
+		return &ConfigError{Field: "Buckets", Value: c.Buckets, Reason: "must be between 16 and 16777216"}
+	case c.MaxAttempts < 1 || c.MaxAttempts > 1000:
+		return &ConfigError{Field: "MaxAttempts", Value: c.MaxAttempts, Reason: "must be between 1 and 1000"}
+	case c.RetryBackoff < 0 || c.RetryBackoff > time.Second:
+		return &ConfigError{Field: "RetryBackoff", Value: c.RetryBackoff, Reason: "must be between 0 and 1s"}
+	}
+	if err := c.FamilyDefaults.Validate(); err != nil {
+		return storageConfigError("FamilyDefaults.", err)
+	}
+	if err := c.storageOptions().Validate(); err != nil {
+		return storageConfigError("", err)
+	}
+	for name := range c.Families {
+		if isReserved(name) {
+			return &ConfigError{Field: "Families[" + name + "]", Value: name, Reason: "names starting with \"rockline.\" are reserved"}
+		}
+	}
+	return nil
+}
+
+func storageConfigError(prefix string, err error) error {
+	if oe, ok := err.(*storage.OptionsError); ok {
+		return &ConfigError{Field: prefix + oe.Field, Value: oe.Value, Reason: oe.Reason}
+	}
+	return err
+}
+
+// storageOptions maps the config onto the storage layer's options.
+func (c Config) storageOptions() storage.Options {
+	fams := make(map[string]storage.FamilyOptions, len(c.Families)+1)
+	for n, f := range c.Families {
+		fams[n] = f
+	}
+	fams[logFamily] = storage.FamilyOptions{}
+	fams[streamsFamily] = storage.FamilyOptions{}
+	return storage.Options{
+		Families:       fams,
+		DisableWAL:     c.DisableWAL,
+		Sync:           c.Sync,
+		BlockCacheSize: c.BlockCacheSize,
+		Faults:         c.StorageFaults,
+	}
+}

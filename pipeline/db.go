@@ -1,0 +1,246 @@
+package pipeline
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/rockline/rockline/internal/logentry"
+	"github.com/rockline/rockline/lanes"
+	"github.com/rockline/rockline/storage"
+	"github.com/rockline/rockline/tracing"
+	"github.com/rockline/rockline/validators"
+)
+
+// logFamily holds the commit log: one entry per position, big-endian position keys.
+const logFamily = "rockline.log"
+
+// reservedPrefix starts the names of families rockline keeps for itself.
+const reservedPrefix = "rockline."
+
+func isReserved(name string) bool { return strings.HasPrefix(name, reservedPrefix) }
+
+// DB is an open rockline database: a RocksDB database, its commit lanes, its
+// validator and its log.
+//
+// Invariants:
+//   - closing goes false->true once; after it, Begin, Commit and CommitSync fail with
+//     ErrClosed.
+//   - Close closes the lanes first (they drain, running every queued commit), then
+//     takes gate for writing (waiting for CommitSync calls in progress), then closes
+//     storage. So no commit runs against closed storage.
+//   - Every position the validator assigns is published or the database is stopped.
+type DB struct {
+	cfg   Config
+	store *storage.DB
+	log   *storage.Family
+	// streamsCF holds stream heads and event records (see streamsFamily).
+	streamsCF *ColumnFamily
+	// truncated is the first log position kept after TruncateLog (0: nothing cut).
+	truncated atomic.Uint64
+	seq       *validators.Sequencer
+	val       validators.Validator
+	lanes     *lanes.Lanes[*task]
+	fp        validators.Fingerprinter
+	tracer    trace.Tracer
+
+	closing   atomic.Bool
+	closeDone chan struct{} // closed when the first Close returns
+	gate      sync.RWMutex  // held for reading by CommitSync, for writing by Close
+	closed    bool
+
+	stats counters
+
+	replayGens map[string]int // source generation replayed per family name (Replay)
+
+	subscriptions
+}
+
+// counters are cheap running totals, read by Stats.
+type counters struct {
+	commits, conflicts, failures atomic.Uint64
+}
+
+// Open opens (or creates) the database in dir. The whole Config is validated before
+// anything is created: a bad field returns a *ConfigError and leaves no file behind.
+// Open repairs what a crash can leave: a log position whose commit never landed is
+// filled, so the log is dense.
+func Open(dir string, cfg Config) (*DB, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	st, err := storage.Open(dir, cfg.storageOptions())
+	if err != nil {
+		return nil, closedErr(err)
+	}
+	db := &DB{cfg: cfg, store: st, fp: validators.NewFingerprinter()}
+	db.done = make(chan struct{})
+	db.closeDone = make(chan struct{})
+	tp := cfg.TracerProvider
+	if tp == nil {
+		tp = otel.GetTracerProvider()
+	}
+	db.tracer = tp.Tracer(tracing.ScopeName)
+	if db.log, err = st.Family(logFamily); err != nil {
+		st.Close()
+		return nil, err
+	}
+	sf, err := st.Family(streamsFamily)
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
+	db.streamsCF = db.wrap(sf)
+	if err := db.loadTruncation(); err != nil {
+		st.Close()
+		return nil, err
+	}
+	last, err := recoverLog(st, db.log, db.truncated.Load())
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
+	db.seq = validators.NewSequencer(last)
+	db.val, err = validators.New(cfg.Validation, validators.Options{
+		Store:     st,
+		Log:       db.log,
+		Sequencer: db.seq,
+		Buckets:   cfg.Buckets,
+		Checks:    cfg.Checks,
+		LogKey:    logentry.AppendKey,
+		Filler:    appendFiller,
+	})
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
+	db.lanes, err = lanes.New(cfg.Lanes, cfg.LaneQueueDepth, db.runTask)
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
+	return db, nil
+}
+
+// Close stops admitting commits, lets every queued and running commit finish, and
+// frees every native handle. In-flight Commit calls either succeed or fail with
+// ErrClosed. Close is idempotent; later calls return nil.
+func (db *DB) Close() error {
+	if db.closing.Swap(true) {
+		<-db.closeDone // wait for the first Close to finish
+		return nil
+	}
+	defer close(db.closeDone)
+	db.subsMu.Lock() // no Subscribe can add itself after this
+	close(db.done)
+	db.subsMu.Unlock()
+	db.lanes.Close()
+	db.subs.Wait()
+	db.gate.Lock()
+	defer db.gate.Unlock()
+	db.closed = true
+	return db.store.Close()
+}
+
+// enter admits a CommitSync or other call that must not overlap Close.
+func (db *DB) enter() error {
+	db.gate.RLock()
+	if db.closed || db.closing.Load() {
+		db.gate.RUnlock()
+		return ErrClosed
+	}
+	return nil
+}
+
+func (db *DB) leave() { db.gate.RUnlock() }
+
+// Policy returns the validation policy in use.
+func (db *DB) Policy() string { return db.val.Policy() }
+
+// BucketPoolBytes returns the memory of the validator's lock pool (0 under serial).
+func (db *DB) BucketPoolBytes() int { return db.val.PoolBytes() }
+
+// LastPosition returns the highest published log position (0 for an empty log).
+func (db *DB) LastPosition() uint64 { return db.seq.Published() }
+
+// StorageStats returns RocksDB's statistics for the database and each family.
+func (db *DB) StorageStats() (storage.Stats, error) {
+	s, err := db.store.Stats()
+	return s, closedErr(err)
+}
+
+// recoverLog returns the last log position after filling any gap a crash left above
+// the dense watermark.
+func recoverLog(st *storage.DB, log *storage.Family, truncated uint64) (uint64, error) {
+	dense := uint64(0)
+	if truncated > 0 {
+		dense = truncated - 1
+	}
+	if v, err := st.Get(log, validators.DenseKey, nil); err == nil {
+		if d, n := binary.Uvarint(v); n > 0 {
+			dense = max(dense, d)
+		}
+	} else if !errors.Is(err, storage.ErrNotFound) {
+		return 0, err
+	}
+	it, err := st.NewIterator(log, storage.IterOptions{Lower: logentry.Key(dense + 1)})
+	if err != nil {
+		return 0, err
+	}
+	defer it.Close()
+	last := dense
+	fill := storage.NewBatch()
+	for it.First(); it.Valid(); it.Next() {
+		p, err := logentry.ParseKey(it.Key())
+		if err != nil {
+			return 0, fmt.Errorf("rockline: recover log: %w", err)
+		}
+		for q := last + 1; q < p; q++ {
+			if err := fill.Put(log, logentry.Key(q), appendFiller(nil, q)); err != nil {
+				return 0, err
+			}
+		}
+		last = p
+	}
+	if err := it.Err(); err != nil {
+		return 0, err
+	}
+	if fill.Count() > 0 {
+		if err := st.Write(fill); err != nil {
+			return 0, fmt.Errorf("rockline: fill log gaps: %w", err)
+		}
+	}
+	return last, nil
+}
+
+func appendFiller(dst []byte, pos uint64) []byte {
+	return logentry.Append(dst, &logentry.Entry{Position: pos, Filler: true})
+}
+
+// task is one Commit travelling through a lane.
+type task struct {
+	ctx    context.Context
+	txn    *Txn
+	c      *validators.Commit
+	queued trace.Span
+	lane   int
+	pos    uint64
+	err    error
+	done   chan struct{}
+}
+
+// runTask is the lanes' run function: it runs on the lane's goroutine.
+func (db *DB) runTask(lane int, t *task) {
+	t.lane = lane
+	t.queued.End()
+	t.pos, t.err = db.validate(t.ctx, t.c)
+	close(t.done)
+}

@@ -1,0 +1,94 @@
+package pipeline
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/rockline/rockline/storage"
+	"github.com/rockline/rockline/validators"
+)
+
+// Errors returned by this package. They are sentinels to match with errors.Is; the
+// error returned usually wraps one with more context.
+var (
+	// ErrConflict: a key the transaction read (with Get) or wrote was written by another
+	// commit after the transaction began. Nothing was written; retry (Update does).
+	ErrConflict = validators.ErrConflict
+	// ErrTxnTooOld: the transaction stayed open so long that the conflict state it needs
+	// was pruned (see validators.MaxTableKeys). Nothing was written; retry.
+	ErrTxnTooOld = validators.ErrTxnTooOld
+	// ErrStopped: a write failed and its log position could not be filled; the database
+	// accepts no more commits until it is reopened.
+	ErrStopped = validators.ErrStopped
+	// ErrNotFound: the key does not exist.
+	ErrNotFound = storage.ErrNotFound
+	// ErrClosed: the database is closed or closing.
+	ErrClosed = errors.New("rockline: database closed")
+	// ErrTxnDone: the transaction was already committed or discarded.
+	ErrTxnDone = errors.New("rockline: transaction already committed or discarded")
+	// ErrInvalidConfig is matched by every *ConfigError.
+	ErrInvalidConfig = errors.New("rockline: invalid config")
+	// ErrInvalidArgument is matched by every *ArgumentError.
+	ErrInvalidArgument = errors.New("rockline: invalid argument")
+	// ErrColumnFamilyNotFound: no live column family has that name.
+	ErrColumnFamilyNotFound = storage.ErrColumnFamilyNotFound
+	// ErrColumnFamilyExists: CreateColumnFamily was given a live name.
+	ErrColumnFamilyExists = storage.ErrColumnFamilyExists
+	// ErrColumnFamilyDropped: the column family was dropped; transactions that touch it
+	// are refused whole.
+	ErrColumnFamilyDropped = errors.New("rockline: column family dropped")
+)
+
+// ConfigError names one invalid Config field, the value given and what was expected.
+// It matches ErrInvalidConfig.
+type ConfigError struct {
+	Field  string
+	Value  any
+	Reason string
+}
+
+func (e *ConfigError) Error() string {
+	return fmt.Sprintf("rockline: invalid config %s=%v: %s", e.Field, e.Value, e.Reason)
+}
+
+// Is reports whether target is ErrInvalidConfig.
+func (e *ConfigError) Is(target error) bool { return target == ErrInvalidConfig }
+
+// ArgumentError names a bad argument to a call: which argument and what was expected.
+// It matches ErrInvalidArgument, and also the cause it wraps (for example
+// storage.ErrTooLarge for an oversized key).
+type ArgumentError struct {
+	Op     string // the call, e.g. "Txn.Put"
+	Arg    string // the argument, e.g. "key"
+	Reason string
+	Err    error // optional cause
+}
+
+func (e *ArgumentError) Error() string {
+	return fmt.Sprintf("rockline: %s: invalid %s: %s", e.Op, e.Arg, e.Reason)
+}
+
+// Is reports whether target is ErrInvalidArgument.
+func (e *ArgumentError) Is(target error) bool { return target == ErrInvalidArgument }
+
+// Unwrap returns the cause.
+func (e *ArgumentError) Unwrap() error { return e.Err }
+
+// DroppedError reports a commit or write refused because a family it touches was
+// dropped. It matches ErrColumnFamilyDropped.
+type DroppedError struct{ Family string }
+
+func (e *DroppedError) Error() string {
+	return fmt.Sprintf("rockline: column family %q was dropped", e.Family)
+}
+
+// Is reports whether target is ErrColumnFamilyDropped.
+func (e *DroppedError) Is(target error) bool { return target == ErrColumnFamilyDropped }
+
+// closedErr maps the storage layer's closed error to ours.
+func closedErr(err error) error {
+	if errors.Is(err, storage.ErrClosed) {
+		return fmt.Errorf("%w (%w)", ErrClosed, err)
+	}
+	return err
+}

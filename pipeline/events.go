@@ -1,0 +1,79 @@
+package pipeline
+
+import (
+	"fmt"
+	"unicode/utf8"
+)
+
+// Event is one application event recorded in a commit's log entry. Type must be 1..256
+// bytes of valid UTF-8; ID (optional, at most 256 bytes) identifies the event for
+// idempotent appends; Data and Metadata are opaque, may be nil, and are copied.
+type Event struct {
+	ID       string
+	Type     string
+	Data     []byte
+	Metadata []byte
+}
+
+// Limits on events and stream names.
+const (
+	MaxEventTypeLen  = 256
+	MaxEventIDLen    = 256
+	MaxStreamNameLen = 1024
+	MaxEventDataLen  = 64 << 20
+)
+
+func checkEvent(op string, i int, e Event) error {
+	arg := fmt.Sprintf("events[%d]", i)
+	switch {
+	case e.Type == "":
+		return &ArgumentError{Op: op, Arg: arg + ".Type", Reason: "must not be empty"}
+	case len(e.Type) > MaxEventTypeLen:
+		return &ArgumentError{Op: op, Arg: arg + ".Type", Reason: fmt.Sprintf("%d bytes exceeds %d", len(e.Type), MaxEventTypeLen)}
+	case !utf8.ValidString(e.Type):
+		return &ArgumentError{Op: op, Arg: arg + ".Type", Reason: "must be valid UTF-8"}
+	case len(e.ID) > MaxEventIDLen:
+		return &ArgumentError{Op: op, Arg: arg + ".ID", Reason: fmt.Sprintf("%d bytes exceeds %d", len(e.ID), MaxEventIDLen)}
+	case !utf8.ValidString(e.ID):
+		return &ArgumentError{Op: op, Arg: arg + ".ID", Reason: "must be valid UTF-8"}
+	case len(e.Data)+len(e.Metadata) > MaxEventDataLen:
+		return &ArgumentError{Op: op, Arg: arg + ".Data", Reason: fmt.Sprintf("data and metadata of %d bytes exceed %d", len(e.Data)+len(e.Metadata), MaxEventDataLen)}
+	}
+	return nil
+}
+
+// AddEvents attaches events to the transaction's log entry. They are recorded at the
+// commit's log position, in order, and delivered to subscribers; a transaction with
+// events but no writes still gets a position. Every event is checked first; on an
+// *ArgumentError none is added.
+func (t *Txn) AddEvents(events ...Event) error {
+	if err := t.usable(); err != nil {
+		return err
+	}
+	for i, e := range events {
+		if err := checkEvent("Txn.AddEvents", i, e); err != nil {
+			return err
+		}
+	}
+	t.addEvents(events)
+	return nil
+}
+
+// addEvents copies checked events into the transaction.
+func (t *Txn) addEvents(events []Event) {
+	for _, e := range events {
+		e.Data = t.copyBytes(e.Data)
+		e.Metadata = t.copyBytes(e.Metadata)
+		t.events = append(t.events, e)
+	}
+}
+
+// copyBytes copies p into the transaction's arena (nil stays nil).
+func (t *Txn) copyBytes(p []byte) []byte {
+	if p == nil {
+		return nil
+	}
+	start := len(t.arena)
+	t.arena = append(t.arena, p...)
+	return t.arena[start:len(t.arena):len(t.arena)]
+}

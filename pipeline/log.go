@@ -1,0 +1,170 @@
+package pipeline
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/rockline/rockline/internal/logentry"
+	"github.com/rockline/rockline/storage"
+)
+
+// LogEntry is one published commit: its dense position, commit time, the events the
+// transaction carried and its write set. A Filler entry marks a position whose commit
+// failed after the position was assigned; it has no events and no writes.
+type LogEntry struct {
+	Position uint64
+	Time     time.Time
+	Filler   bool
+	Events   []Event
+	Writes   []LogWrite
+}
+
+// LogWrite is one write of a commit: a put of Value, or a Delete, of Key in the given
+// generation of Family (1 for a family never dropped; a family re-created after a drop
+// is a new generation, so a replay can tell its writes from the old one's).
+type LogWrite struct {
+	Family     string
+	Generation int
+	Key        []byte
+	Value      []byte
+	Delete     bool
+}
+
+// CorruptEntryError reports a log entry that does not decode (bad checksum, truncated,
+// unknown version). It matches ErrCorruptEntry.
+type CorruptEntryError = logentry.CorruptEntryError
+
+// ErrCorruptEntry is matched by every *CorruptEntryError.
+var ErrCorruptEntry = logentry.ErrCorrupt
+
+// ErrLogTruncated is returned when reading log positions removed by TruncateLog.
+var ErrLogTruncated = errors.New("rockline: log truncated below the requested position")
+
+// maxReadLimit bounds ReadLog's limit.
+const maxReadLimit = 1 << 20
+
+// ReadLog returns up to limit published entries with positions from, from+1, ... (from
+// 0 means 1). It never returns a gap or an entry that is not yet published: every
+// entry's data is readable when it is returned. limit must be 1..1<<20.
+func (db *DB) ReadLog(from uint64, limit int) ([]LogEntry, error) {
+	if limit < 1 || limit > maxReadLimit {
+		return nil, &ArgumentError{Op: "ReadLog", Arg: "limit", Reason: fmt.Sprintf("%d is not between 1 and %d", limit, maxReadLimit)}
+	}
+	if from == 0 {
+		from = 1
+	}
+	if t := db.truncated.Load(); from < t {
+		return nil, fmt.Errorf("%w: position %d, first kept %d", ErrLogTruncated, from, t)
+	}
+	last := db.seq.Published()
+	if from > last {
+		return nil, nil
+	}
+	upto := min(last, from+uint64(limit)-1)
+	it, err := db.store.NewIterator(db.log, storage.IterOptions{Lower: logentry.Key(from), Upper: logentry.Key(upto + 1)})
+	if err != nil {
+		return nil, closedErr(err)
+	}
+	defer it.Close()
+	out := make([]LogEntry, 0, upto-from+1)
+	want := from
+	for it.First(); it.Valid(); it.Next() {
+		pos, err := logentry.ParseKey(it.Key())
+		if err != nil {
+			return nil, err
+		}
+		if pos != want {
+			return nil, fmt.Errorf("rockline: log gap: position %d missing below published %d", want, last)
+		}
+		e, err := decodeEntry(pos, it.Value())
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, e)
+		want++
+	}
+	if err := it.Err(); err != nil {
+		return nil, closedErr(err)
+	}
+	if want != upto+1 {
+		return nil, fmt.Errorf("rockline: log gap: position %d missing below published %d", want, last)
+	}
+	return out, nil
+}
+
+// Entry returns the published log entry at pos.
+func (db *DB) Entry(pos uint64) (LogEntry, error) {
+	es, err := db.ReadLog(pos, 1)
+	if err != nil {
+		return LogEntry{}, err
+	}
+	if len(es) == 0 {
+		return LogEntry{}, fmt.Errorf("rockline: log position %d: %w", pos, ErrNotFound)
+	}
+	return es[0], nil
+}
+
+// decodeEntry turns a stored entry into the public form; slices are copies.
+func decodeEntry(pos uint64, raw []byte) (LogEntry, error) {
+	e, err := logentry.Decode(pos, raw)
+	if err != nil {
+		return LogEntry{}, err
+	}
+	out := LogEntry{Position: e.Position, Time: time.Unix(0, e.Time), Filler: e.Filler}
+	if len(e.Events) > 0 {
+		out.Events = make([]Event, len(e.Events))
+		for i, ev := range e.Events {
+			out.Events[i] = Event{ID: ev.ID, Type: ev.Type, Data: ev.Data, Metadata: ev.Metadata}
+		}
+	}
+	if len(e.Writes) > 0 {
+		out.Writes = make([]LogWrite, len(e.Writes))
+		for i, w := range e.Writes {
+			name, gen := storage.ParseQualifiedName(w.Family)
+			out.Writes[i] = LogWrite{Family: name, Generation: gen, Key: w.Key, Value: w.Value, Delete: w.Delete}
+		}
+	}
+	return out, nil
+}
+
+// LogIterator walks published log entries forward in pages. It sees positions
+// published up to each page read.
+type LogIterator struct {
+	db   *DB
+	next uint64
+	page []LogEntry
+	cur  LogEntry
+	err  error
+}
+
+// LogIterator returns an iterator over the published log from position from.
+func (db *DB) LogIterator(from uint64) *LogIterator {
+	if from == 0 {
+		from = 1
+	}
+	return &LogIterator{db: db, next: from}
+}
+
+// Next advances to the next published entry; false at the end of what is published or
+// on error (see Err).
+func (it *LogIterator) Next() bool {
+	if it.err != nil {
+		return false
+	}
+	if len(it.page) == 0 {
+		it.page, it.err = it.db.ReadLog(it.next, 256)
+		if it.err != nil || len(it.page) == 0 {
+			return false
+		}
+	}
+	it.cur, it.page = it.page[0], it.page[1:]
+	it.next = it.cur.Position + 1
+	return true
+}
+
+// Entry returns the current entry.
+func (it *LogIterator) Entry() LogEntry { return it.cur }
+
+// Err returns the error that stopped the iterator, if any.
+func (it *LogIterator) Err() error { return it.err }

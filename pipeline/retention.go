@@ -1,0 +1,106 @@
+package pipeline
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+
+	"github.com/rockline/rockline/internal/logentry"
+	"github.com/rockline/rockline/storage"
+)
+
+var (
+	metaTruncated    = []byte("mtruncated")    // first log position kept
+	metaCheckpointed = []byte("mcheckpointed") // highest position covered by a checkpoint
+)
+
+// ErrNotCheckpointed is returned by TruncateLog for positions no checkpoint covers.
+var ErrNotCheckpointed = errors.New("rockline: log positions not covered by a checkpoint")
+
+func (db *DB) loadTruncation() error {
+	v, err := db.store.Get(db.streamsCF.f, metaTruncated, nil)
+	if errors.Is(err, storage.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	t, n := binary.Uvarint(v)
+	if n <= 0 {
+		return fmt.Errorf("rockline: corrupt truncation marker")
+	}
+	db.truncated.Store(t)
+	return nil
+}
+
+func (db *DB) metaUint(key []byte) (uint64, error) {
+	v, err := db.store.Get(db.streamsCF.f, key, nil)
+	if errors.Is(err, storage.ErrNotFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, closedErr(err)
+	}
+	x, n := binary.Uvarint(v)
+	if n <= 0 {
+		return 0, fmt.Errorf("rockline: corrupt meta record %q", key)
+	}
+	return x, nil
+}
+
+func (db *DB) putMetaUint(key []byte, x uint64) error {
+	b := storage.NewBatch()
+	if err := b.Put(db.streamsCF.f, key, binary.AppendUvarint(nil, x)); err != nil {
+		return err
+	}
+	return closedErr(db.store.Write(b))
+}
+
+// Checkpoint writes an openable copy of the database into dir (which must not exist)
+// and returns the log position it covers: every commit up to it is in the copy. The
+// log may then be truncated up to that position with TruncateLog; a database opened
+// from the copy and given the rest of the log with Replay equals this one.
+func (db *DB) Checkpoint(dir string) (uint64, error) {
+	if db.closing.Load() {
+		return 0, ErrClosed
+	}
+	covered := db.seq.Published()
+	if err := db.store.Checkpoint(dir); err != nil {
+		return 0, closedErr(err)
+	}
+	prev, err := db.metaUint(metaCheckpointed)
+	if err != nil {
+		return 0, err
+	}
+	if covered > prev {
+		if err := db.putMetaUint(metaCheckpointed, covered); err != nil {
+			return 0, err
+		}
+	}
+	return covered, nil
+}
+
+// TruncateLog removes log entries below position before, which a checkpoint must cover
+// (before-1 <= the highest position a Checkpoint returned); otherwise it fails with
+// ErrNotCheckpointed. Reads of removed positions then fail with ErrLogTruncated. Stream
+// events whose entries were removed can no longer be read.
+func (db *DB) TruncateLog(before uint64) error {
+	if db.closing.Load() {
+		return ErrClosed
+	}
+	covered, err := db.metaUint(metaCheckpointed)
+	if err != nil {
+		return err
+	}
+	if before == 0 || before-1 > covered {
+		return fmt.Errorf("%w: truncating below %d needs a checkpoint covering %d (latest covers %d)", ErrNotCheckpointed, before, before-1, covered)
+	}
+	if before <= db.truncated.Load() {
+		return nil
+	}
+	if err := db.putMetaUint(metaTruncated, before); err != nil {
+		return err
+	}
+	db.truncated.Store(before)
+	return closedErr(db.store.DeleteRange(db.log, logentry.Key(0), logentry.Key(before)))
+}

@@ -1,0 +1,156 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+)
+
+// Subscription delivers published log entries, in order and without gaps, to a
+// handler running on a goroutine the Subscription owns. It first catches up by
+// reading the log, then follows commits as they are published. Writers never wait for
+// a subscriber: one that falls behind simply reads the log again until it has caught
+// up. The goroutine ends when the context is cancelled, the handler returns an error,
+// Close is called, or the database closes; Wait reports why.
+type Subscription struct {
+	cancel context.CancelFunc
+	done   chan struct{}
+	err    error
+	pos    atomic.Uint64
+}
+
+// SubscribeOption configures Subscribe.
+type SubscribeOption func(*subscribeOptions)
+
+type subscribeOptions struct {
+	onLive func(live bool)
+	behind uint64
+	page   int
+}
+
+// OnLive registers fn, called on the subscription's goroutine with true when the
+// subscription has caught up with the published log (entries now arrive as they are
+// published) and with false when it has fallen more than the lag bound behind (see
+// WithLagBound) and is catching up from the log again.
+func OnLive(fn func(live bool)) SubscribeOption { return func(o *subscribeOptions) { o.onLive = fn } }
+
+// WithLagBound sets how many positions behind a live subscription may fall before
+// OnLive(false) is reported (default 1024).
+func WithLagBound(n uint64) SubscribeOption {
+	return func(o *subscribeOptions) { o.behind = max(n, 1) }
+}
+
+// Subscribe delivers every published entry with a position above after, in order,
+// each exactly once, to handler. Storing the last position handled and passing it as
+// after when subscribing again gives at-least-once delivery across restarts. An error
+// from handler ends the subscription with that error. Subscribe fails only on a
+// closed database or a nil handler.
+func (db *DB) Subscribe(ctx context.Context, after uint64, handler func(LogEntry) error, opts ...SubscribeOption) (*Subscription, error) {
+	if handler == nil {
+		return nil, &ArgumentError{Op: "Subscribe", Arg: "handler", Reason: "must not be nil"}
+	}
+	o := subscribeOptions{behind: 1024, page: 256}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	db.subsMu.Lock()
+	if db.closing.Load() {
+		db.subsMu.Unlock()
+		return nil, ErrClosed
+	}
+	db.subs.Add(1)
+	db.subsMu.Unlock()
+	ctx, cancel := context.WithCancel(ctx)
+	s := &Subscription{cancel: cancel, done: make(chan struct{})}
+	s.pos.Store(after)
+	go func() {
+		defer db.subs.Done()
+		defer close(s.done)
+		defer cancel()
+		s.err = db.follow(ctx, s, handler, o)
+	}()
+	return s, nil
+}
+
+// follow is the subscription's loop.
+func (db *DB) follow(ctx context.Context, s *Subscription, handler func(LogEntry) error, o subscribeOptions) error {
+	live := false
+	setLive := func(v bool) {
+		if live != v {
+			live = v
+			if o.onLive != nil {
+				o.onLive(v)
+			}
+		}
+	}
+	for {
+		if ctx.Err() != nil {
+			return nil
+		}
+		changed := db.seq.Changed() // before reading Published, so no publication is missed
+		last, pos := db.seq.Published(), s.pos.Load()
+		if pos < last {
+			if live && last-pos > o.behind {
+				setLive(false)
+			}
+			entries, err := db.ReadLog(pos+1, int(min(uint64(o.page), last-pos)))
+			if err != nil {
+				if errors.Is(err, ErrClosed) || db.closing.Load() {
+					return ErrClosed
+				}
+				return err
+			}
+			for _, e := range entries {
+				if ctx.Err() != nil {
+					return nil
+				}
+				if err := handler(e); err != nil {
+					return err
+				}
+				s.pos.Store(e.Position)
+			}
+			continue
+		}
+		if err := db.seq.Err(); err != nil {
+			return err
+		}
+		setLive(true)
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return nil
+		case <-db.done:
+			return ErrClosed
+		}
+	}
+}
+
+// Position returns the position of the last entry the handler returned from.
+func (s *Subscription) Position() uint64 { return s.pos.Load() }
+
+// Done is closed when the subscription has ended.
+func (s *Subscription) Done() <-chan struct{} { return s.done }
+
+// Wait blocks until the subscription ends and returns why: nil after its context was
+// cancelled or Close, the handler's error, ErrClosed when the database closed, or a
+// read error.
+func (s *Subscription) Wait() error {
+	<-s.done
+	return s.err
+}
+
+// Close ends the subscription and waits for its goroutine to return (the handler call
+// in progress, if any, finishes first).
+func (s *Subscription) Close() error {
+	s.cancel()
+	return s.Wait()
+}
+
+// subscriptions is embedded in DB: Close signals done and waits for every subscription
+// goroutine before freeing storage.
+type subscriptions struct {
+	subsMu sync.Mutex
+	subs   sync.WaitGroup
+	done   chan struct{}
+}

@@ -1,0 +1,230 @@
+package pipeline
+
+import (
+	"bytes"
+	"fmt"
+
+	"github.com/rockline/rockline/storage"
+	"github.com/rockline/rockline/validators"
+)
+
+// Txn is an optimistic transaction. It reads a consistent snapshot (every commit
+// published before Begin, and possibly commits that were completing concurrently with
+// it) merged with its own buffered writes, and buffers its writes in Go until Commit.
+// A Txn is single-use and not safe for concurrent use: after Commit, CommitSync or
+// Discard every method returns ErrTxnDone.
+//
+// Keys read with Get (and keys returned by an iterator) are tracked: the commit fails
+// with ErrConflict if any of them, or any key the transaction writes, was written by
+// another commit after Begin. That prevents lost updates and write skew.
+type Txn struct {
+	db      *DB
+	readPos uint64
+	snap    *storage.Snapshot
+	err     error // set when Begin failed
+	done    bool
+
+	batch  *storage.Batch
+	ops    []validators.Op
+	writes []uint64 // fingerprints, one per op
+	reads  []uint64
+	arena  []byte
+	index  map[opKey]int // latest op per key, built lazily by own-write lookups
+	events []Event
+
+	heads      map[string]uint64 // stream heads as this transaction left them
+	appends    []streamAppend
+	idempotent *AppendResult // set when an append found its events already there
+}
+
+type opKey struct {
+	f   *storage.Family
+	key string
+}
+
+// Begin starts a transaction at the current published log position. It never fails;
+// on a closed database the transaction's calls return ErrClosed.
+func (db *DB) Begin() *Txn {
+	t := &Txn{db: db}
+	if db.closing.Load() {
+		t.err, t.done = ErrClosed, true
+		return t
+	}
+	t.readPos = db.seq.Acquire()
+	snap, err := db.store.NewSnapshot()
+	if err != nil {
+		db.seq.Release(t.readPos)
+		t.err, t.done = closedErr(err), true
+		return t
+	}
+	t.snap = snap
+	b := getBuffers()
+	t.batch, t.arena, t.ops, t.writes, t.reads = b.batch, b.arena, b.ops, b.writes, b.reads
+	return t
+}
+
+// ReadPosition returns the published log position the transaction reads at.
+func (t *Txn) ReadPosition() uint64 { return t.readPos }
+
+func (t *Txn) usable() error {
+	if t.err != nil {
+		return t.err
+	}
+	if t.done {
+		return ErrTxnDone
+	}
+	return nil
+}
+
+func checkKey(op string, key []byte) error {
+	if len(key) == 0 {
+		return &ArgumentError{Op: op, Arg: "key", Reason: "must not be empty"}
+	}
+	if len(key) > storage.MaxKeySize {
+		return &ArgumentError{Op: op, Arg: "key", Reason: fmt.Sprintf("%d bytes exceeds the limit of %d", len(key), storage.MaxKeySize), Err: storage.ErrTooLarge}
+	}
+	return nil
+}
+
+// Get returns the value of key in cf as the transaction sees it, or ErrNotFound. The
+// read is tracked for conflicts. The returned slice is the caller's.
+func (t *Txn) Get(cf *ColumnFamily, key []byte) ([]byte, error) {
+	return t.get("Txn.Get", cf, key, true)
+}
+
+// GetUntracked is Get without conflict tracking: a later change to the key by another
+// commit does not fail this transaction.
+func (t *Txn) GetUntracked(cf *ColumnFamily, key []byte) ([]byte, error) {
+	return t.get("Txn.GetUntracked", cf, key, false)
+}
+
+func (t *Txn) get(op string, cf *ColumnFamily, key []byte, track bool) ([]byte, error) {
+	if err := t.usable(); err != nil {
+		return nil, err
+	}
+	f, err := t.db.checkFamily(op, cf)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkKey(op, key); err != nil {
+		return nil, err
+	}
+	if track {
+		t.reads = append(t.reads, t.db.fp.Of(f.ID(), key))
+	}
+	if i, ok := t.ownWrite(f, key); ok {
+		if t.ops[i].Delete {
+			return nil, ErrNotFound
+		}
+		return bytes.Clone(t.ops[i].Value), nil
+	}
+	v, err := t.db.store.Get(f, key, t.snap)
+	return v, closedErr(err)
+}
+
+// ownWrite finds the latest buffered write of key in f.
+func (t *Txn) ownWrite(f *storage.Family, key []byte) (int, bool) {
+	if len(t.ops) == 0 {
+		return 0, false
+	}
+	if len(t.ops) <= 8 && t.index == nil {
+		for i := len(t.ops) - 1; i >= 0; i-- {
+			if t.ops[i].Family == f && bytes.Equal(t.ops[i].Key, key) {
+				return i, true
+			}
+		}
+		return 0, false
+	}
+	if t.index == nil {
+		t.index = make(map[opKey]int, len(t.ops))
+		for i, op := range t.ops {
+			t.index[opKey{op.Family, string(op.Key)}] = i
+		}
+	}
+	i, ok := t.index[opKey{f, string(key)}]
+	return i, ok
+}
+
+// Put buffers key=value in cf. The key must be 1..64 KiB and the value at most 1 GiB
+// (storage.MaxKeySize, storage.MaxValueSize); key and value are copied.
+func (t *Txn) Put(cf *ColumnFamily, key, value []byte) error {
+	return t.write("Txn.Put", cf, key, value, false)
+}
+
+// Delete buffers a deletion of key in cf.
+func (t *Txn) Delete(cf *ColumnFamily, key []byte) error {
+	return t.write("Txn.Delete", cf, key, nil, true)
+}
+
+func (t *Txn) write(op string, cf *ColumnFamily, key, value []byte, del bool) error {
+	if err := t.usable(); err != nil {
+		return err
+	}
+	f, err := t.db.checkFamily(op, cf)
+	if err != nil {
+		return err
+	}
+	if err := checkKey(op, key); err != nil {
+		return err
+	}
+	if len(value) > storage.MaxValueSize {
+		return &ArgumentError{Op: op, Arg: "value", Reason: fmt.Sprintf("%d bytes exceeds the limit of %d", len(value), storage.MaxValueSize), Err: storage.ErrTooLarge}
+	}
+	if del {
+		err = t.batch.Delete(f, key)
+	} else {
+		err = t.batch.Put(f, key, value)
+	}
+	if err != nil {
+		return t.mapBatchErr(f, err)
+	}
+	start := len(t.arena)
+	t.arena = append(t.arena, key...)
+	t.arena = append(t.arena, value...)
+	k := t.arena[start : start+len(key) : start+len(key)]
+	var v []byte
+	if !del {
+		v = t.arena[start+len(key) : len(t.arena) : len(t.arena)]
+	}
+	t.ops = append(t.ops, validators.Op{Family: f, Key: k, Value: v, Delete: del})
+	t.writes = append(t.writes, t.db.fp.Of(f.ID(), key))
+	if t.index != nil {
+		t.index[opKey{f, string(k)}] = len(t.ops) - 1
+	}
+	return nil
+}
+
+func (t *Txn) mapBatchErr(f *storage.Family, err error) error {
+	if f.Dropped() {
+		return &DroppedError{Family: f.Name()}
+	}
+	return err
+}
+
+// Discard ends the transaction without committing. It is safe to call more than once
+// and after Commit.
+func (t *Txn) Discard() {
+	if t.done {
+		return
+	}
+	t.done = true
+	t.release()
+}
+
+// release returns the transaction's read position and snapshot, and its buffers to
+// the pool. Nothing outside the Txn holds the buffers by then: the validator has
+// returned, and Get and iterators hand out copies.
+func (t *Txn) release() {
+	if t.snap != nil {
+		t.snap.Release()
+		t.snap = nil
+		t.db.seq.Release(t.readPos)
+	}
+	if t.batch != nil {
+		putBuffers(&txnBuffers{batch: t.batch, arena: t.arena, ops: t.ops, writes: t.writes, reads: t.reads})
+		t.batch, t.arena, t.ops, t.writes, t.reads, t.index = nil, nil, nil, nil, nil, nil
+	}
+}
+
+// Len returns the number of buffered writes (0 once the transaction is done).
+func (t *Txn) Len() int { return len(t.ops) }

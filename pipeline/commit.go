@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -56,7 +57,12 @@ func (t *Txn) commit(ctx context.Context, sync bool) (pos uint64, err error) {
 		tracing.AttrReads.Int(len(t.reads)),
 		tracing.AttrBytes.Int(t.batch.Size()),
 	))
-	defer func() { endCommitSpan(span, pos, err) }()
+	start := time.Now()
+	defer func() {
+		endCommitSpan(span, pos, err)
+		db.metrics.outcome(ctx, err)
+		db.metrics.stage(ctx, stageTotal, time.Since(start))
+	}()
 	c := t.record()
 	claimed, err := t.claim()
 	if err != nil {
@@ -73,7 +79,7 @@ func (t *Txn) commit(ctx context.Context, sync bool) (pos uint64, err error) {
 		defer db.leave()
 		pos, err = db.validate(ctx, c)
 	} else {
-		tk := &task{ctx: ctx, txn: t, c: c, done: make(chan struct{})}
+		tk := &task{ctx: ctx, txn: t, c: c, done: make(chan struct{}), queuedAt: time.Now()}
 		_, tk.queued = db.tracer.Start(ctx, tracing.SpanLaneWait)
 		lane, serr := db.lanes.Submit(ctx, tk)
 		if serr != nil {
@@ -95,7 +101,9 @@ func (t *Txn) commit(ctx context.Context, sync bool) (pos uint64, err error) {
 	}
 	if pos != 0 {
 		_, ps := db.tracer.Start(ctx, tracing.SpanPublish, trace.WithAttributes(tracing.AttrPosition.Int64(int64(pos))))
+		waitStart := time.Now()
 		err = db.seq.Wait(pos)
+		db.metrics.stage(ctx, stagePublish, time.Since(waitStart))
 		ps.End()
 	}
 	return pos, err
@@ -169,13 +177,18 @@ func (t *Txn) encodeEntry(b *storage.Batch, dst []byte, pos uint64, unixNano int
 func (db *DB) validate(ctx context.Context, c *validators.Commit) (uint64, error) {
 	_, vs := db.tracer.Start(ctx, tracing.SpanValidate)
 	var ws trace.Span
+	start := time.Now()
+	var validated time.Time
 	c.Observe = func(s validators.Stage) {
 		switch s {
 		case validators.Validated:
+			validated = time.Now()
+			db.metrics.stage(ctx, stageValidate, validated.Sub(start))
 			vs.End()
 			vs = nil
 			_, ws = db.tracer.Start(ctx, tracing.SpanWrite, trace.WithAttributes(tracing.AttrBytes.Int(c.Batch.Size())))
 		case validators.Written:
+			db.metrics.stage(ctx, stageWrite, time.Since(validated))
 			ws.End()
 		}
 	}
@@ -186,14 +199,6 @@ func (db *DB) validate(ctx context.Context, c *validators.Commit) (uint64, error
 			vs.SetAttributes(tracing.AttrErrorType.String(errorType(err)))
 		}
 		vs.End()
-	}
-	switch {
-	case err == nil && pos != 0:
-		db.stats.commits.Add(1)
-	case errors.Is(err, ErrConflict):
-		db.stats.conflicts.Add(1)
-	case err != nil:
-		db.stats.failures.Add(1)
 	}
 	return pos, err
 }

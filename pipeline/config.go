@@ -4,6 +4,7 @@ import (
 	"runtime"
 	"time"
 
+	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/rockline/rockline/lanes"
@@ -52,6 +53,10 @@ type Config struct {
 	// TracerProvider receives rockline's spans; nil means otel's global provider at
 	// Open. rockline never sets a global provider.
 	TracerProvider trace.TracerProvider
+	// MeterProvider receives rockline's metrics (commits, conflicts, per-stage
+	// latency, lane depth, pool bytes, pending drops, RocksDB statistics); nil means
+	// otel's global provider at Open.
+	MeterProvider metric.MeterProvider
 	// Hooks are seams for tests (nil in production).
 	Hooks *Hooks
 	// StorageFaults injects storage failures for tests (nil in production).

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/trace"
@@ -56,16 +57,11 @@ type DB struct {
 	gate      sync.RWMutex  // held for reading by CommitSync, for writing by Close
 	closed    bool
 
-	stats counters
+	metrics *metrics
 
 	replayGens map[string]int // source generation replayed per family name (Replay)
 
 	subscriptions
-}
-
-// counters are cheap running totals, read by Stats.
-type counters struct {
-	commits, conflicts, failures atomic.Uint64
 }
 
 // Open opens (or creates) the database in dir. The whole Config is validated before
@@ -127,6 +123,11 @@ func Open(dir string, cfg Config) (*DB, error) {
 		st.Close()
 		return nil, err
 	}
+	if db.metrics, err = newMetrics(db, cfg.MeterProvider); err != nil {
+		db.lanes.Close()
+		st.Close()
+		return nil, fmt.Errorf("rockline: metrics: %w", err)
+	}
 	return db, nil
 }
 
@@ -144,6 +145,9 @@ func (db *DB) Close() error {
 	db.subsMu.Unlock()
 	db.lanes.Close()
 	db.subs.Wait()
+	if db.metrics.reg != nil {
+		db.metrics.reg.Unregister()
+	}
 	db.gate.Lock()
 	defer db.gate.Unlock()
 	db.closed = true
@@ -227,20 +231,22 @@ func appendFiller(dst []byte, pos uint64) []byte {
 
 // task is one Commit travelling through a lane.
 type task struct {
-	ctx    context.Context
-	txn    *Txn
-	c      *validators.Commit
-	queued trace.Span
-	lane   int
-	pos    uint64
-	err    error
-	done   chan struct{}
+	ctx      context.Context
+	queuedAt time.Time
+	txn      *Txn
+	c        *validators.Commit
+	queued   trace.Span
+	lane     int
+	pos      uint64
+	err      error
+	done     chan struct{}
 }
 
 // runTask is the lanes' run function: it runs on the lane's goroutine.
 func (db *DB) runTask(lane int, t *task) {
 	t.lane = lane
 	t.queued.End()
+	db.metrics.stage(t.ctx, stageLaneWait, time.Since(t.queuedAt))
 	t.pos, t.err = db.validate(t.ctx, t.c)
 	close(t.done)
 }

@@ -53,3 +53,27 @@ const (
 	ErrorStopped              = "stopped"
 	ErrorOther                = "other"
 )
+
+// AttrStage names a commit stage on rockline.commit.duration.
+const AttrStage = attribute.Key("rockline.stage")
+
+// Metric instrument names (OpenTelemetry conventions; units in UCUM).
+const (
+	MetricCommits            = "rockline.commits"
+	MetricConflicts          = "rockline.conflicts"
+	MetricCommitDuration     = "rockline.commit.duration"
+	MetricLaneQueueDepth     = "rockline.lane.queue_depth"
+	MetricBucketPoolBytes    = "rockline.bucket_pool.size"
+	MetricPendingDrops       = "rockline.cf.pending_drops"
+	MetricOpenTxns           = "rockline.transactions.open"
+	MetricLogPosition        = "rockline.log.position"
+	MetricImmutableMemtables = "rockline.storage.immutable_memtables"
+	MetricMemtableBytes      = "rockline.storage.memtable.size"
+	MetricL0Files            = "rockline.storage.l0_files"
+	MetricPendingCompaction  = "rockline.storage.pending_compaction.size"
+	MetricWriteStopped       = "rockline.storage.write_stopped"
+	MetricDelayedWriteRate   = "rockline.storage.delayed_write_rate"
+	MetricBytesFlushed       = "rockline.storage.flushed"
+	MetricBytesCompacted     = "rockline.storage.compacted"
+	MetricStallTime          = "rockline.storage.stall.time"
+)

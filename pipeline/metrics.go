@@ -1,0 +1,157 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+
+	"github.com/rockline/rockline/tracing"
+)
+
+// Commit stages recorded in rockline.commit.duration's rockline.stage attribute.
+const (
+	stageLaneWait = "lane_wait"
+	stageValidate = "validate"
+	stageWrite    = "write"
+	stagePublish  = "publish"
+	stageTotal    = "total"
+)
+
+// metrics holds the instruments; attribute sets are built once so recording does
+// not allocate.
+type metrics struct {
+	commits   metric.Int64Counter
+	conflicts metric.Int64Counter
+	duration  metric.Float64Histogram
+	reg       metric.Registration
+
+	stages   map[string]metric.MeasurementOption
+	outcomes map[string]metric.AddOption
+	policy   attribute.KeyValue
+}
+
+func newMetrics(db *DB, mp metric.MeterProvider) (*metrics, error) {
+	if mp == nil {
+		mp = otel.GetMeterProvider()
+	}
+	m := tracing.Meter(mp)
+	out := &metrics{policy: tracing.AttrPolicy.String(db.cfg.Validation), stages: map[string]metric.MeasurementOption{}, outcomes: map[string]metric.AddOption{}}
+	var err, e error
+	out.commits, e = m.Int64Counter(tracing.MetricCommits, metric.WithUnit("{commit}"), metric.WithDescription("Commits by policy and outcome (committed, or the error.type of the failure)."))
+	err = errors.Join(err, e)
+	out.conflicts, e = m.Int64Counter(tracing.MetricConflicts, metric.WithUnit("{conflict}"), metric.WithDescription("Commits refused with ErrConflict."))
+	err = errors.Join(err, e)
+	out.duration, e = m.Float64Histogram(tracing.MetricCommitDuration, metric.WithUnit("s"), metric.WithDescription("Commit latency per stage (lane_wait, validate, write, publish) and in total."),
+		metric.WithExplicitBucketBoundaries(0.00001, 0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5))
+	err = errors.Join(err, e)
+	for _, s := range []string{stageLaneWait, stageValidate, stageWrite, stagePublish, stageTotal} {
+		out.stages[s] = metric.WithAttributeSet(attribute.NewSet(out.policy, tracing.AttrStage.String(s)))
+	}
+	for _, o := range []string{tracing.OutcomeCommitted, tracing.ErrorConflict, tracing.ErrorTxnTooOld, tracing.ErrorClosed, tracing.ErrorCanceled, tracing.ErrorCFDropped, tracing.ErrorWrongExpectedVersion, tracing.ErrorStopped, tracing.ErrorOther} {
+		out.outcomes[o] = metric.WithAttributeSet(attribute.NewSet(out.policy, tracing.AttrOutcome.String(o)))
+	}
+	gauges, e := newGauges(m)
+	err = errors.Join(err, e)
+	if err != nil {
+		return nil, err
+	}
+	out.reg, err = m.RegisterCallback(func(ctx context.Context, o metric.Observer) error { return db.observe(o, gauges) }, gauges.instruments()...)
+	return out, err
+}
+
+func (m *metrics) stage(ctx context.Context, stage string, d time.Duration) {
+	m.duration.Record(ctx, d.Seconds(), m.stages[stage])
+}
+
+// outcome counts a finished commit (one that got past argument checks).
+func (m *metrics) outcome(ctx context.Context, err error) {
+	o := tracing.OutcomeCommitted
+	if err != nil {
+		o = errorType(err)
+	}
+	m.commits.Add(ctx, 1, m.outcomes[o])
+	if o == tracing.ErrorConflict {
+		m.conflicts.Add(ctx, 1, m.outcomes[o])
+	}
+}
+
+// gauges are the observable instruments, read by one callback per collection.
+type gauges struct {
+	queueDepth, poolBytes, pendingDrops, openTxns, lastPosition metric.Int64ObservableGauge
+	immutable, memtable, l0, pendingCompaction, writeStopped    metric.Int64ObservableGauge
+	delayedRate                                                 metric.Int64ObservableGauge
+	flushed, compacted, stall                                   metric.Int64ObservableCounter
+}
+
+func newGauges(m metric.Meter) (*gauges, error) {
+	g := &gauges{}
+	var errs []error
+	gauge := func(dst *metric.Int64ObservableGauge, name, unit, desc string) {
+		var err error
+		*dst, err = m.Int64ObservableGauge(name, metric.WithUnit(unit), metric.WithDescription(desc))
+		errs = append(errs, err)
+	}
+	counter := func(dst *metric.Int64ObservableCounter, name, unit, desc string) {
+		var err error
+		*dst, err = m.Int64ObservableCounter(name, metric.WithUnit(unit), metric.WithDescription(desc))
+		errs = append(errs, err)
+	}
+	gauge(&g.queueDepth, tracing.MetricLaneQueueDepth, "{commit}", "Commits queued per lane.")
+	gauge(&g.poolBytes, tracing.MetricBucketPoolBytes, "By", "Memory of the parallel validator's lock pool.")
+	gauge(&g.pendingDrops, tracing.MetricPendingDrops, "{family}", "Dropped column families waiting for admitted commits.")
+	gauge(&g.openTxns, tracing.MetricOpenTxns, "{transaction}", "Open transactions.")
+	gauge(&g.lastPosition, tracing.MetricLogPosition, "{position}", "Last published log position.")
+	gauge(&g.immutable, tracing.MetricImmutableMemtables, "{memtable}", "Immutable memtables per family; at the family's max write buffers minus one, writes stop.")
+	gauge(&g.memtable, tracing.MetricMemtableBytes, "By", "Memtable bytes per family.")
+	gauge(&g.l0, tracing.MetricL0Files, "{file}", "Level-0 files per family.")
+	gauge(&g.pendingCompaction, tracing.MetricPendingCompaction, "By", "Estimated pending compaction bytes per family.")
+	gauge(&g.writeStopped, tracing.MetricWriteStopped, "1", "1 while RocksDB has stopped writes.")
+	gauge(&g.delayedRate, tracing.MetricDelayedWriteRate, "By/s", "RocksDB's delayed write rate (0 when writes are not delayed).")
+	counter(&g.flushed, tracing.MetricBytesFlushed, "By", "Bytes written by memtable flushes.")
+	counter(&g.compacted, tracing.MetricBytesCompacted, "By", "Bytes written by compactions.")
+	counter(&g.stall, tracing.MetricStallTime, "us", "Time writers spent stalled.")
+	return g, errors.Join(errs...)
+}
+
+func (g *gauges) instruments() []metric.Observable {
+	return []metric.Observable{g.queueDepth, g.poolBytes, g.pendingDrops, g.openTxns, g.lastPosition, g.immutable, g.memtable, g.l0, g.pendingCompaction, g.writeStopped, g.delayedRate, g.flushed, g.compacted, g.stall}
+}
+
+// observe reports every gauge; on a closed database it reports nothing.
+func (db *DB) observe(o metric.Observer, g *gauges) error {
+	if db.closing.Load() {
+		return nil
+	}
+	for i := 0; i < db.lanes.Len(); i++ {
+		o.ObserveInt64(g.queueDepth, int64(db.lanes.QueueDepth(i)), metric.WithAttributes(tracing.AttrLane.Int(i)))
+	}
+	o.ObserveInt64(g.poolBytes, int64(db.val.PoolBytes()))
+	o.ObserveInt64(g.openTxns, int64(db.seq.OpenTransactions()))
+	o.ObserveInt64(g.lastPosition, int64(db.seq.Published()))
+	st, err := db.store.Stats()
+	if err != nil {
+		return nil // closed meanwhile
+	}
+	o.ObserveInt64(g.pendingDrops, st.PendingDrops)
+	stopped := int64(0)
+	if st.WriteStopped {
+		stopped = 1
+	}
+	o.ObserveInt64(g.writeStopped, stopped)
+	o.ObserveInt64(g.delayedRate, int64(st.DelayedWriteRate))
+	o.ObserveInt64(g.flushed, int64(st.BytesFlushed))
+	o.ObserveInt64(g.compacted, int64(st.BytesCompacted))
+	o.ObserveInt64(g.stall, int64(st.StallMicros))
+	for _, f := range st.Families {
+		fam := metric.WithAttributes(tracing.AttrFamily.String(f.Name))
+		o.ObserveInt64(g.immutable, int64(f.ImmutableMemtables), fam)
+		o.ObserveInt64(g.memtable, int64(f.MemtableBytes), fam)
+		o.ObserveInt64(g.l0, int64(f.L0Files), fam)
+		o.ObserveInt64(g.pendingCompaction, int64(f.PendingCompactionBytes), fam)
+	}
+	return nil
+}

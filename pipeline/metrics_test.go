@@ -1,0 +1,131 @@
+package pipeline_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"go.opentelemetry.io/otel/attribute"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+
+	"github.com/rockline/rockline/pipeline"
+	"github.com/rockline/rockline/tracing"
+)
+
+// collect reads every metric the reader has, by name.
+func collectMetrics(t *testing.T, r *sdkmetric.ManualReader) map[string]metricdata.Aggregation {
+	t.Helper()
+	var rm metricdata.ResourceMetrics
+	if err := r.Collect(context.Background(), &rm); err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]metricdata.Aggregation{}
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			out[m.Name] = m.Data
+		}
+	}
+	return out
+}
+
+func sumWhere(t *testing.T, data metricdata.Aggregation, key attribute.Key, value string) int64 {
+	t.Helper()
+	sum, ok := data.(metricdata.Sum[int64])
+	if !ok {
+		t.Fatalf("%T is not an int64 sum", data)
+	}
+	var n int64
+	for _, dp := range sum.DataPoints {
+		if v, ok := dp.Attributes.Value(key); ok && v.AsString() == value {
+			n += dp.Value
+		}
+	}
+	return n
+}
+
+func TestMetrics(t *testing.T) {
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	defer mp.Shutdown(context.Background())
+	db, _ := openDB(t, pipeline.Config{MeterProvider: mp})
+	cf, err := db.CreateColumnFamily("accounts")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 3; i++ {
+		put(t, db, cf, "k", "v")
+	}
+	a, b := db.Begin(), db.Begin()
+	for _, tx := range []*pipeline.Txn{a, b} {
+		if _, err := tx.Get(cf, []byte("k")); err != nil {
+			t.Fatal(err)
+		}
+		if err := tx.Put(cf, []byte("k"), []byte("x")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := a.Commit(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Commit(context.Background()); !errors.Is(err, pipeline.ErrConflict) {
+		t.Fatalf("second commit = %v; want ErrConflict", err)
+	}
+
+	got := collectMetrics(t, reader)
+	if n := sumWhere(t, got[tracing.MetricCommits], tracing.AttrOutcome, tracing.OutcomeCommitted); n != 4 {
+		t.Errorf("committed = %d; want 4", n)
+	}
+	if n := sumWhere(t, got[tracing.MetricCommits], tracing.AttrOutcome, tracing.ErrorConflict); n != 1 {
+		t.Errorf("commits with outcome conflict = %d; want 1", n)
+	}
+	if n := sumWhere(t, got[tracing.MetricConflicts], tracing.AttrPolicy, pipeline.Parallel); n != 1 {
+		t.Errorf("conflicts = %d; want 1", n)
+	}
+	hist, ok := got[tracing.MetricCommitDuration].(metricdata.Histogram[float64])
+	if !ok {
+		t.Fatalf("%s missing or not a histogram: %T", tracing.MetricCommitDuration, got[tracing.MetricCommitDuration])
+	}
+	stages := map[string]uint64{}
+	for _, dp := range hist.DataPoints {
+		v, _ := dp.Attributes.Value(tracing.AttrStage)
+		stages[v.AsString()] += dp.Count
+	}
+	for _, s := range []string{"lane_wait", "validate", "write", "publish", "total"} {
+		if stages[s] == 0 {
+			t.Errorf("no %s samples in %s: %v", s, tracing.MetricCommitDuration, stages)
+		}
+	}
+	for _, name := range []string{tracing.MetricLaneQueueDepth, tracing.MetricBucketPoolBytes, tracing.MetricPendingDrops,
+		tracing.MetricImmutableMemtables, tracing.MetricMemtableBytes, tracing.MetricL0Files, tracing.MetricPendingCompaction,
+		tracing.MetricWriteStopped, tracing.MetricDelayedWriteRate, tracing.MetricBytesFlushed, tracing.MetricBytesCompacted} {
+		if got[name] == nil {
+			t.Errorf("metric %s not reported", name)
+		}
+	}
+	pool := got[tracing.MetricBucketPoolBytes].(metricdata.Gauge[int64])
+	if len(pool.DataPoints) != 1 || pool.DataPoints[0].Value != int64(db.BucketPoolBytes()) {
+		t.Errorf("bucket pool gauge %+v; want %d", pool.DataPoints, db.BucketPoolBytes())
+	}
+	mem := got[tracing.MetricMemtableBytes].(metricdata.Gauge[int64])
+	var sawAccounts bool
+	for _, dp := range mem.DataPoints {
+		if v, _ := dp.Attributes.Value(tracing.AttrFamily); v.AsString() == "accounts" && dp.Value > 0 {
+			sawAccounts = true
+		}
+	}
+	if !sawAccounts {
+		t.Errorf("no memtable bytes for family accounts: %+v", mem.DataPoints)
+	}
+
+	// After Close the callback is unregistered: collecting reports no storage gauges
+	// and does not touch freed handles.
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if after := collectMetrics(t, reader); after[tracing.MetricMemtableBytes] != nil {
+		if g := after[tracing.MetricMemtableBytes].(metricdata.Gauge[int64]); len(g.DataPoints) > 0 {
+			t.Errorf("storage gauges still reported after Close: %+v", g.DataPoints)
+		}
+	}
+}

@@ -1,0 +1,159 @@
+package tracing
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+)
+
+// Exporter names for Config.TracesExporter and Config.MetricsExporter.
+const (
+	ExporterOTLP   = "otlp"
+	ExporterStdout = "stdout"
+	ExporterNone   = "none"
+)
+
+// OTLP protocols for Config.Protocol.
+const (
+	ProtocolGRPC = "grpc"
+	ProtocolHTTP = "http/protobuf"
+)
+
+// Config describes the exporters Setup builds. The zero value exports nothing.
+type Config struct {
+	ServiceName    string // resource service.name (default "rockline")
+	ServiceVersion string // resource service.version
+	// TracesExporter and MetricsExporter are "otlp", "stdout" or "none" (default).
+	TracesExporter  string
+	MetricsExporter string
+	// Protocol is the OTLP protocol: "grpc" (default, port 4317) or "http/protobuf"
+	// (port 4318).
+	Protocol string
+	// Endpoint is the OTLP base URL, e.g. "http://127.0.0.1:4317"; "http://" means no
+	// TLS. Empty means the protocol's default on localhost.
+	Endpoint string
+	// Sampler is an OTEL_TRACES_SAMPLER name: always_on (default), always_off,
+	// traceidratio, parentbased_always_on, parentbased_always_off,
+	// parentbased_traceidratio. SamplerArg is the ratio for the *traceidratio ones.
+	Sampler    string
+	SamplerArg float64
+	// Stdout receives the stdout exporters' output (default os.Stdout).
+	Stdout io.Writer
+}
+
+// ErrInvalidSetting is matched by every *SettingError.
+var ErrInvalidSetting = errors.New("tracing: invalid setting")
+
+// SettingError names a bad setting: the environment variable (or Config field), the
+// value and what was expected. It matches ErrInvalidSetting.
+type SettingError struct {
+	Name   string // e.g. "OTEL_EXPORTER_OTLP_PROTOCOL" or "Config.Protocol"
+	Value  string
+	Reason string
+}
+
+func (e *SettingError) Error() string {
+	return fmt.Sprintf("tracing: invalid %s=%q: %s", e.Name, e.Value, e.Reason)
+}
+
+// Is reports whether target is ErrInvalidSetting.
+func (e *SettingError) Is(target error) bool { return target == ErrInvalidSetting }
+
+var samplers = []string{"always_on", "always_off", "traceidratio", "parentbased_always_on", "parentbased_always_off", "parentbased_traceidratio"}
+
+// Validate checks every field and returns the first problem as a *SettingError whose
+// Name is "Config.<Field>".
+func (c Config) Validate() error { return c.validate(func(f string) string { return "Config." + f }) }
+
+func (c Config) validate(name func(field string) string) error {
+	for _, f := range []struct{ field, v string }{{"TracesExporter", c.TracesExporter}, {"MetricsExporter", c.MetricsExporter}} {
+		switch f.v {
+		case "", ExporterOTLP, ExporterStdout, ExporterNone:
+		default:
+			return &SettingError{Name: name(f.field), Value: f.v, Reason: `must be "otlp", "stdout" or "none"`}
+		}
+	}
+	switch c.Protocol {
+	case "", ProtocolGRPC, ProtocolHTTP:
+	default:
+		return &SettingError{Name: name("Protocol"), Value: c.Protocol, Reason: `must be "grpc" or "http/protobuf"`}
+	}
+	if c.Endpoint != "" {
+		u, err := url.Parse(c.Endpoint)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return &SettingError{Name: name("Endpoint"), Value: c.Endpoint, Reason: "must be an http:// or https:// URL with a host, e.g. http://127.0.0.1:4317"}
+		}
+	}
+	if c.Sampler != "" && !contains(samplers, c.Sampler) {
+		return &SettingError{Name: name("Sampler"), Value: c.Sampler, Reason: "must be one of " + strings.Join(samplers, ", ")}
+	}
+	if c.SamplerArg < 0 || c.SamplerArg > 1 {
+		return &SettingError{Name: name("SamplerArg"), Value: fmt.Sprint(c.SamplerArg), Reason: "must be a ratio between 0 and 1"}
+	}
+	return nil
+}
+
+// envNames maps Config fields to the standard variables ConfigFromEnv reads.
+var envNames = map[string]string{
+	"ServiceName":     "OTEL_SERVICE_NAME",
+	"TracesExporter":  "OTEL_TRACES_EXPORTER",
+	"MetricsExporter": "OTEL_METRICS_EXPORTER",
+	"Protocol":        "OTEL_EXPORTER_OTLP_PROTOCOL",
+	"Endpoint":        "OTEL_EXPORTER_OTLP_ENDPOINT",
+	"Sampler":         "OTEL_TRACES_SAMPLER",
+	"SamplerArg":      "OTEL_TRACES_SAMPLER_ARG",
+}
+
+// ConfigFromEnv reads the standard OTEL_* variables over base: OTEL_SERVICE_NAME,
+// OTEL_TRACES_EXPORTER and OTEL_METRICS_EXPORTER ("otlp", "console" or "stdout",
+// "none"), OTEL_EXPORTER_OTLP_ENDPOINT, OTEL_EXPORTER_OTLP_PROTOCOL ("grpc",
+// "http/protobuf"), OTEL_TRACES_SAMPLER and OTEL_TRACES_SAMPLER_ARG. Setting
+// OTEL_EXPORTER_OTLP_ENDPOINT alone turns OTLP trace export on. A bad value returns a
+// *SettingError naming the variable.
+func ConfigFromEnv(base Config) (Config, error) {
+	return configFrom(base, os.LookupEnv)
+}
+
+func configFrom(c Config, lookup func(string) (string, bool)) (Config, error) {
+	get := func(field string, dst *string) {
+		if v, ok := lookup(envNames[field]); ok && v != "" {
+			*dst = strings.TrimSpace(v)
+		}
+	}
+	get("ServiceName", &c.ServiceName)
+	get("TracesExporter", &c.TracesExporter)
+	get("MetricsExporter", &c.MetricsExporter)
+	get("Protocol", &c.Protocol)
+	get("Endpoint", &c.Endpoint)
+	get("Sampler", &c.Sampler)
+	if c.TracesExporter == "console" {
+		c.TracesExporter = ExporterStdout
+	}
+	if c.MetricsExporter == "console" {
+		c.MetricsExporter = ExporterStdout
+	}
+	if _, set := lookup(envNames["TracesExporter"]); !set && c.TracesExporter == "" && c.Endpoint != "" {
+		c.TracesExporter = ExporterOTLP
+	}
+	if v, ok := lookup(envNames["SamplerArg"]); ok && v != "" {
+		f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+		if err != nil {
+			return c, &SettingError{Name: envNames["SamplerArg"], Value: v, Reason: "must be a number between 0 and 1"}
+		}
+		c.SamplerArg = f
+	}
+	return c, c.validate(func(f string) string { return envNames[f] })
+}
+
+func contains(s []string, v string) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,137 @@
+package tracing
+
+import (
+	"context"
+	"errors"
+	"net/url"
+	"os"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetricgrpc"
+	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetrichttp"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	"go.opentelemetry.io/otel/exporters/stdout/stdoutmetric"
+	"go.opentelemetry.io/otel/exporters/stdout/stdouttrace"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/resource"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+)
+
+// Providers are the SDK providers Setup built. Pass them to pipeline.Config (and to
+// instrumentation such as otelhttp); call Shutdown before exiting to flush.
+type Providers struct {
+	TracerProvider *sdktrace.TracerProvider
+	MeterProvider  *sdkmetric.MeterProvider
+}
+
+// Setup validates cfg and builds a TracerProvider (batch span processor, sampler,
+// resource with service name and version) and a MeterProvider (periodic reader for the
+// configured exporter, plus any extra readers such as a Prometheus exporter). It never
+// sets a global provider; the caller may. Exporters connect lazily, so Setup does not
+// fail when the collector is down.
+func Setup(ctx context.Context, cfg Config, readers ...sdkmetric.Reader) (*Providers, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.ServiceName == "" {
+		cfg.ServiceName = "rockline"
+	}
+	attrs := []attribute.KeyValue{attribute.String("service.name", cfg.ServiceName)}
+	if cfg.ServiceVersion != "" {
+		attrs = append(attrs, attribute.String("service.version", cfg.ServiceVersion))
+	}
+	res := resource.NewSchemaless(attrs...)
+	topts := []sdktrace.TracerProviderOption{sdktrace.WithResource(res), sdktrace.WithSampler(sampler(cfg))}
+	if exp, err := spanExporter(ctx, cfg); err != nil {
+		return nil, err
+	} else if exp != nil {
+		topts = append(topts, sdktrace.WithBatcher(exp, sdktrace.WithBatchTimeout(500*time.Millisecond)))
+	}
+	mopts := []sdkmetric.Option{sdkmetric.WithResource(res)}
+	if exp, err := metricExporter(ctx, cfg); err != nil {
+		return nil, err
+	} else if exp != nil {
+		mopts = append(mopts, sdkmetric.WithReader(sdkmetric.NewPeriodicReader(exp)))
+	}
+	for _, r := range readers {
+		mopts = append(mopts, sdkmetric.WithReader(r))
+	}
+	return &Providers{TracerProvider: sdktrace.NewTracerProvider(topts...), MeterProvider: sdkmetric.NewMeterProvider(mopts...)}, nil
+}
+
+// Shutdown flushes pending spans and metrics and stops the providers.
+func (p *Providers) Shutdown(ctx context.Context) error {
+	return errors.Join(p.TracerProvider.Shutdown(ctx), p.MeterProvider.Shutdown(ctx))
+}
+
+func sampler(cfg Config) sdktrace.Sampler {
+	switch cfg.Sampler {
+	case "always_off":
+		return sdktrace.NeverSample()
+	case "traceidratio":
+		return sdktrace.TraceIDRatioBased(cfg.SamplerArg)
+	case "parentbased_always_off":
+		return sdktrace.ParentBased(sdktrace.NeverSample())
+	case "parentbased_traceidratio":
+		return sdktrace.ParentBased(sdktrace.TraceIDRatioBased(cfg.SamplerArg))
+	case "always_on":
+		return sdktrace.AlwaysSample()
+	}
+	return sdktrace.ParentBased(sdktrace.AlwaysSample())
+}
+
+// endpoint returns the OTLP base URL for the protocol.
+func endpoint(cfg Config) string {
+	if cfg.Endpoint != "" {
+		return cfg.Endpoint
+	}
+	if cfg.Protocol == ProtocolHTTP {
+		return "http://localhost:4318"
+	}
+	return "http://localhost:4317"
+}
+
+func spanExporter(ctx context.Context, cfg Config) (sdktrace.SpanExporter, error) {
+	switch cfg.TracesExporter {
+	case ExporterStdout:
+		return stdouttrace.New(stdouttrace.WithWriter(stdout(cfg)))
+	case ExporterOTLP:
+		base := endpoint(cfg)
+		if cfg.Protocol == ProtocolHTTP {
+			return otlptracehttp.New(ctx, otlptracehttp.WithEndpointURL(joinPath(base, "/v1/traces")))
+		}
+		return otlptracegrpc.New(ctx, otlptracegrpc.WithEndpointURL(base))
+	}
+	return nil, nil
+}
+
+func metricExporter(ctx context.Context, cfg Config) (sdkmetric.Exporter, error) {
+	switch cfg.MetricsExporter {
+	case ExporterStdout:
+		return stdoutmetric.New(stdoutmetric.WithWriter(stdout(cfg)))
+	case ExporterOTLP:
+		base := endpoint(cfg)
+		if cfg.Protocol == ProtocolHTTP {
+			return otlpmetrichttp.New(ctx, otlpmetrichttp.WithEndpointURL(joinPath(base, "/v1/metrics")))
+		}
+		return otlpmetricgrpc.New(ctx, otlpmetricgrpc.WithEndpointURL(base))
+	}
+	return nil, nil
+}
+
+func joinPath(base, p string) string {
+	u, err := url.Parse(base)
+	if err != nil {
+		return base + p
+	}
+	return u.JoinPath(p).String()
+}
+
+func stdout(cfg Config) interface{ Write([]byte) (int, error) } {
+	if cfg.Stdout != nil {
+		return cfg.Stdout
+	}
+	return os.Stdout
+}

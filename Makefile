@@ -6,7 +6,13 @@ PKGS    ?= ./...
 ROCKSDB_HEADER ?= /usr/include/rocksdb/c.h
 export CGO_ENABLED = 1
 
-.PHONY: all deps build test demo bench fmt lint vet clean
+# Jaeger's all-in-one v2 binary, built from the Go module proxy in its own module
+# (test/jaeger) and cached outside the tracked tree; rebuilt only when missing.
+JAEGER_VERSION ?= v1.76.0
+JAEGER_CACHE   ?= $(HOME)/.cache/rockline
+JAEGER_BIN     ?= $(JAEGER_CACHE)/jaeger-$(JAEGER_VERSION)
+
+.PHONY: all deps build test demo bench bench-go fmt lint vet clean jaeger jaeger-demo crash soak
 
 all: build
 
@@ -33,14 +39,39 @@ deps:
 build: deps
 	$(GO) build $(PKGS)
 
-test: deps vet
-	$(GO) test -race -timeout 20m $(PKGS)
+# test runs every package with -race, the Jaeger end-to-end test included (it needs
+# the cached Jaeger binary, which `make jaeger` builds the first time).
+test: deps vet jaeger
+	ROCKLINE_JAEGER_BIN=$(JAEGER_BIN) ROCKLINE_REQUIRE_JAEGER=1 $(GO) test -race -timeout 30m $(PKGS)
 
 demo: deps
 	$(GO) run ./examples/quickstart
 
+# bench runs the harness's quick mode (under 5 minutes on 2 cores); BENCH_FLAGS=
+# (empty) runs the full set.
+BENCH_FLAGS ?= --quick
 bench: deps
-	$(GO) test -run '^$$' -bench . -benchtime 2s -count 3 ./test/benchmarks/
+	$(GO) run ./test/bench $(BENCH_FLAGS)
+
+# bench-go runs the Go benchmarks side by side (rockline, native OCC, raw batch).
+bench-go: deps
+	$(GO) test -run '^$$' -bench . -benchtime 2s -count 5 ./test/benchmarks/
+
+jaeger:
+	@if [ ! -x "$(JAEGER_BIN)" ]; then \
+	  echo "rockline: building Jaeger $(JAEGER_VERSION) into $(JAEGER_BIN) (about 5-11 minutes cold, cached after)"; \
+	  mkdir -p "$(JAEGER_CACHE)" && \
+	  cd test/jaeger && $(GO) build -o "$(JAEGER_BIN).tmp" github.com/jaegertracing/jaeger/cmd/jaeger && \
+	  mv "$(JAEGER_BIN).tmp" "$(JAEGER_BIN)"; \
+	fi
+
+# crash runs the long crash-recovery harness: 200 SIGKILL cycles.
+crash: deps
+	ROCKLINE_CRASH_CYCLES=200 $(GO) test -count=1 -timeout 60m -v -run 'TestCrash' ./test/crash/
+
+# soak runs the 10-minute soak test.
+soak: deps
+	ROCKLINE_SOAK=10m $(GO) test -count=1 -timeout 30m -v -run 'TestSoak' ./test/soak/
 
 vet: deps
 	$(GO) vet $(PKGS)

@@ -37,6 +37,14 @@ func (t *Txn) CommitSync() error {
 	return err
 }
 
+// CommitSyncContext is CommitSync with a context: its span becomes the parent of the
+// commit's spans, and a context that has already ended fails the commit with its
+// error before validation.
+func (t *Txn) CommitSyncContext(ctx context.Context) error {
+	_, err := t.commit(ctx, true)
+	return err
+}
+
 // CommitPosition is Commit that also returns the commit's log position (0 when the
 // transaction wrote nothing and carried no events).
 func (t *Txn) CommitPosition(ctx context.Context) (uint64, error) {

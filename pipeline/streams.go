@@ -254,8 +254,10 @@ func (db *DB) Append(ctx context.Context, stream string, expected ExpectedRevisi
 	return res, nil
 }
 
-// ReadStream returns up to limit published events of stream from revision from
-// forward (ascending). A stream with no events returns none and no error.
+// ReadStream returns up to limit events of stream from revision from forward
+// (ascending). It returns every event whose commit has been written, waiting for the
+// publication of those still in flight, so it agrees with what an Append has seen. A
+// stream with no events returns none and no error.
 func (db *DB) ReadStream(stream string, from uint64, limit int) ([]RecordedEvent, error) {
 	return db.readStream(stream, from, limit, false)
 }
@@ -293,33 +295,28 @@ func (db *DB) readStream(stream string, from uint64, limit int, backward bool) (
 		idx      int
 	}
 	var refs []ref
-	published := db.seq.Published()
+	next, valid := it.Next, it.First
 	if backward {
-		for it.Last(); it.Valid() && len(refs) < limit; it.Prev() {
-			k := it.Key()
-			pos, idx, _, err := parseEventValue(it.Value())
-			if err != nil {
-				return nil, err
-			}
-			if pos <= published {
-				refs = append(refs, ref{binary.BigEndian.Uint64(k[len(k)-8:]), pos, idx})
-			}
+		next, valid = it.Prev, it.Last
+	}
+	newest := uint64(0)
+	for valid(); it.Valid() && len(refs) < limit; next() {
+		k := it.Key()
+		pos, idx, _, err := parseEventValue(it.Value())
+		if err != nil {
+			return nil, err
 		}
-	} else {
-		for it.First(); it.Valid() && len(refs) < limit; it.Next() {
-			k := it.Key()
-			pos, idx, _, err := parseEventValue(it.Value())
-			if err != nil {
-				return nil, err
-			}
-			if pos > published {
-				break
-			}
-			refs = append(refs, ref{binary.BigEndian.Uint64(k[len(k)-8:]), pos, idx})
-		}
+		newest = max(newest, pos)
+		refs = append(refs, ref{binary.BigEndian.Uint64(k[len(k)-8:]), pos, idx})
 	}
 	if err := it.Err(); err != nil {
 		return nil, closedErr(err)
+	}
+	// A record is written with its commit's log entry, but the entry is readable only
+	// once published: wait for the commits in flight below it. This keeps ReadStream
+	// consistent with what an Append (which reads the head) has already seen.
+	if err := db.seq.Wait(newest); err != nil {
+		return nil, err
 	}
 	out := make([]RecordedEvent, 0, len(refs))
 	var entry LogEntry

@@ -45,7 +45,7 @@ test: deps vet jaeger
 	ROCKLINE_JAEGER_BIN=$(JAEGER_BIN) ROCKLINE_REQUIRE_JAEGER=1 $(GO) test -race -timeout 30m $(PKGS)
 
 demo: deps
-	$(GO) run ./examples/quickstart
+	$(GO) run ./examples/orders
 
 # bench runs the harness's quick mode (under 5 minutes on 2 cores); BENCH_FLAGS=
 # (empty) runs the full set.

@@ -130,7 +130,8 @@ func checkFamilyName(op, name string) error {
 	return nil
 }
 
-// check verifies a family argument of a transaction call.
+// checkFamily verifies a family argument of a transaction call. A dropped family
+// passes: reads through its handle keep working (writes check Dropped themselves).
 func (db *DB) checkFamily(op string, c *ColumnFamily) (*storage.Family, error) {
 	if c == nil || c.f == nil {
 		if c != nil && c.db == db {
@@ -140,9 +141,6 @@ func (db *DB) checkFamily(op string, c *ColumnFamily) (*storage.Family, error) {
 	}
 	if c.db != db {
 		return nil, &ArgumentError{Op: op, Arg: "column family", Reason: fmt.Sprintf("%q belongs to another database", c.f.Name()), Err: storage.ErrForeignFamily}
-	}
-	if c.f.Dropped() {
-		return nil, &DroppedError{Family: c.f.Name()}
 	}
 	return c.f, nil
 }

@@ -164,6 +164,9 @@ func (t *Txn) write(op string, cf *ColumnFamily, key, value []byte, del bool) er
 	if err != nil {
 		return err
 	}
+	if f.Dropped() {
+		return &DroppedError{Family: f.Name()}
+	}
 	if err := checkKey(op, key); err != nil {
 		return err
 	}

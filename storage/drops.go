@@ -80,7 +80,7 @@ func (db *DB) DropFamily(name string, done ...func(error)) error {
 	if run {
 		db.physicalDrop(f)
 	}
-	db.retryDrops()
+	db.retryDrops(f)
 	return nil
 }
 
@@ -153,12 +153,16 @@ func (db *DB) dropLocked(f *Family) {
 	}
 }
 
-// retryDrops retries physical drops that failed earlier and are no longer claimed.
-func (db *DB) retryDrops() {
+// retryDrops retries physical drops that failed earlier and are no longer claimed,
+// except skip's (just attempted by the caller).
+func (db *DB) retryDrops(skip *Family) {
 	if db.drops.failed.Load() == 0 {
 		return
 	}
 	for _, f := range db.pendingDrops() {
+		if f == skip {
+			continue
+		}
 		f.mu.Lock()
 		run := f.readyToDropLocked()
 		f.mu.Unlock()

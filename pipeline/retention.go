@@ -57,16 +57,24 @@ func (db *DB) putMetaUint(key []byte, x uint64) error {
 }
 
 // Checkpoint writes an openable copy of the database into dir (which must not exist)
-// and returns the log position it covers: every commit up to it is in the copy. The
+// and returns the log position it covers: the copy's log is exactly 1..covered, dense,
+// because commits pause (after validation) while the copy is taken. The
 // log may then be truncated up to that position with TruncateLog; a database opened
 // from the copy and given the rest of the log with Replay equals this one.
 func (db *DB) Checkpoint(dir string) (uint64, error) {
 	if db.closing.Load() {
 		return 0, ErrClosed
 	}
-	covered := db.seq.Published()
-	if err := db.store.Checkpoint(dir); err != nil {
+	var covered uint64
+	err := db.seq.Quiesce(func(assigned uint64) error {
+		covered = assigned
+		return db.store.Checkpoint(dir)
+	})
+	if err != nil {
 		return 0, closedErr(err)
+	}
+	if err := db.seq.Wait(covered); err != nil {
+		return 0, err
 	}
 	prev, err := db.metaUint(metaCheckpointed)
 	if err != nil {

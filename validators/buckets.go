@@ -103,6 +103,7 @@ func (b *buckets) validateAndWrite(ctx context.Context, c *Commit, sc *commitScr
 	}
 	c.observe(Validated)
 	err := b.appendDense(c.Batch)
+	b.Sequencer.pause.RLock() // from assignment until the position is written or filled
 	pos := b.Sequencer.next(1)
 	c.Time = time.Now()
 	if err == nil {
@@ -114,8 +115,10 @@ func (b *buckets) validateAndWrite(ctx context.Context, c *Commit, sc *commitScr
 	c.observe(Written)
 	if err != nil {
 		b.fillUnlocked(pos)
+		b.Sequencer.pause.RUnlock()
 		return 0, err
 	}
+	b.Sequencer.pause.RUnlock()
 	b.table.record(c.Writes, pos)
 	return pos, nil
 }

@@ -152,6 +152,8 @@ func (w *writeGroup) run(group []*member) {
 	b := w.batch
 	b.Reset()
 	err := w.appendDense(b)
+	w.Sequencer.pause.RLock() // from assignment until the positions are written or filled
+	defer w.Sequencer.pause.RUnlock()
 	first := w.Sequencer.next(len(survivors))
 	last := first + uint64(len(survivors)) - 1
 	now := time.Now()

@@ -33,6 +33,9 @@ func (db *DB) Replay(ctx context.Context, entries []LogEntry) error {
 			if err != nil {
 				return fmt.Errorf("rockline: replay position %d write %d: %w", e.Position, i, err)
 			}
+			if f == nil {
+				continue // a late write to a generation the source had already dropped
+			}
 			if w.Delete {
 				err = b.Delete(f, w.Key)
 			} else {
@@ -54,7 +57,13 @@ func (db *DB) Replay(ctx context.Context, entries []LogEntry) error {
 }
 
 // replayFamily returns db's family for the source's generation gen of name, creating
-// it (and retiring an older generation) on first sight.
+// it (and retiring an older generation) on first sight. A family db already had before
+// replaying it (the default family, or any family of a database opened from a
+// checkpoint) stands for its own generation of the source. It returns nil for a
+// generation older than the one in use: a commit admitted before the source dropped
+// that generation can land in the log after writes to the next one, and such a write
+// is not part of the source's live state, so it must be skipped, not allowed to
+// replace the newer generation.
 func (db *DB) replayFamily(name string, gen int) (*storage.Family, error) {
 	if name == streamsFamily {
 		return db.streamsCF.f, nil
@@ -66,18 +75,23 @@ func (db *DB) replayFamily(name string, gen int) (*storage.Family, error) {
 		db.replayGens = make(map[string]int)
 	}
 	f, err := db.store.Family(name)
+	if err != nil && !errors.Is(err, storage.ErrColumnFamilyNotFound) {
+		return nil, err
+	}
+	seen, ok := db.replayGens[name]
+	if !ok && err == nil {
+		seen = f.Generation()
+	}
 	switch {
-	case err == nil && db.replayGens[name] == gen:
-		return f, nil
-	case err == nil && db.replayGens[name] == 0 && name == storage.DefaultFamily:
+	case err == nil && seen == gen:
 		db.replayGens[name] = gen
 		return f, nil
+	case gen < seen:
+		return nil, nil
 	case err == nil:
 		if err := db.store.DropFamily(name); err != nil {
 			return nil, err
 		}
-	case !errors.Is(err, storage.ErrColumnFamilyNotFound):
-		return nil, err
 	}
 	c, err := db.CreateColumnFamily(name)
 	if err != nil {

@@ -66,6 +66,11 @@ func Open(dir string, opts Options) (*DB, error) {
 	db.dbOpts.SetCreateIfMissingColumnFamilies(true)
 	db.dbOpts.SetErrorIfExists(opts.ErrorIfExists)
 	db.dbOpts.EnableStatistics()
+	// Without the WAL only flushed memtables survive a crash, and RocksDB flushes each
+	// family on its own schedule: a batch spanning families (a commit's data and its log
+	// entry) could then survive in one family and not the other. Atomic flush flushes
+	// every family together, so a crash keeps each batch whole or not at all.
+	db.dbOpts.SetAtomicFlush(opts.DisableWAL)
 
 	// names are RocksDB's names (with generations); logical names key the options.
 	names := []string{DefaultFamily}

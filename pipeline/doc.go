@@ -1,0 +1,63 @@
+// Package pipeline is rockline's public API: an embeddable, transactional write
+// pipeline for event-sourced applications on RocksDB.
+//
+// # Transactions
+//
+// Open a database, Begin a transaction, read with Get (tracked for conflicts) or
+// GetUntracked, write with Put and Delete (buffered in Go), and Commit. A transaction
+// reads a snapshot that holds every commit published before Begin, merged with its own
+// writes. Commit fails with ErrConflict when any key the transaction read with Get, or
+// wrote, was written by another commit after Begin: no lost update, no write skew.
+// That is stronger than RocksDB's own optimistic transactions, which validate writes
+// only, and matches Badger. Update runs a function in a transaction and retries
+// conflicts with jittered backoff; View runs a read-only one.
+//
+// # The commit path
+//
+// Commit claims the column families the transaction writes (a dropped family refuses
+// the claim and the commit fails whole with ErrColumnFamilyDropped), hands the commit
+// to one of Config.Lanes commit lanes (a full lane blocks until the context ends) and
+// waits. The lane runs the validator, which checks the commit against the last-write
+// positions of recently written keys and, only if it holds, assigns the next dense log
+// position and writes the data and the log entry in one RocksDB batch. The position
+// is published once every lower one is, and Commit returns: a transaction begun after
+// that sees the commit. CommitSync runs the same stages on the caller's goroutine.
+// The parallel validator (default) lets commits on different keys validate and write
+// concurrently; the serial one groups commits and writes each group as one batch.
+//
+// Each stage opens a span (rockline.commit, rockline.lane.wait, rockline.validate,
+// rockline.write, rockline.publish) through Config.TracerProvider and records
+// rockline.commit.duration through Config.MeterProvider; both default to otel's global
+// providers, which rockline never sets.
+//
+// # The log and streams
+//
+// Every commit gets one log entry holding its events (AddEvents) and its write set, so
+// the log alone can rebuild every family (Rebuild, Replay). ReadLog and LogIterator
+// return published entries only; Subscribe catches up from the log and then follows
+// publication, and never slows a writer. Streams (Append, ReadStream) sit on the same
+// path: a stream's head is read and written through the transaction, so two appends
+// that expect the same revision conflict and exactly one wins; the loser gets a
+// *WrongExpectedVersionError. Checkpoint and TruncateLog bound the log's size.
+//
+// # Column families and close
+//
+// DropColumnFamily returns at once; commits admitted before it complete, and RocksDB
+// drops the family when the last of them releases it, or at the next Open after a
+// crash. Close stops admitting commits, drains the lanes, waits for subscriptions and
+// CommitSync calls, performs pending drops, and frees every native handle; in-flight
+// commits either finish or fail with ErrClosed.
+//
+// # What was chosen where the design is silent
+//
+//   - A transaction's snapshot may also include commits that were completing while it
+//     began (parallel writes land out of order). That can only cause a false conflict,
+//     never a missed one; ReadStream waits for such commits to be published so it
+//     agrees with what an Append saw.
+//   - Empty keys are refused (*ArgumentError); keys are at most 64 KiB and values at
+//     most 1 GiB (storage.MaxKeySize, storage.MaxValueSize).
+//   - A write that fails after its position was assigned leaves a filler entry at that
+//     position (Filler is true, no events, no writes); if even that fails the database
+//     stops (ErrStopped) and the next Open fills the gap.
+//   - Stream revisions start at 0; NoStream means no event yet.
+package pipeline

@@ -47,6 +47,7 @@ type ConfigError struct {
 	Reason string
 }
 
+// Error describes the problem, naming what was wrong.
 func (e *ConfigError) Error() string {
 	return fmt.Sprintf("rockline: invalid config %s=%v: %s", e.Field, e.Value, e.Reason)
 }
@@ -64,6 +65,7 @@ type ArgumentError struct {
 	Err    error // optional cause
 }
 
+// Error describes the problem, naming what was wrong.
 func (e *ArgumentError) Error() string {
 	return fmt.Sprintf("rockline: %s: invalid %s: %s", e.Op, e.Arg, e.Reason)
 }
@@ -78,6 +80,7 @@ func (e *ArgumentError) Unwrap() error { return e.Err }
 // dropped. It matches ErrColumnFamilyDropped.
 type DroppedError struct{ Family string }
 
+// Error describes the problem, naming what was wrong.
 func (e *DroppedError) Error() string {
 	return fmt.Sprintf("rockline: column family %q was dropped", e.Family)
 }

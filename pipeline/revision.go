@@ -90,6 +90,7 @@ type WrongExpectedVersionError struct {
 	Actual   ExpectedRevision
 }
 
+// Error describes the problem, naming what was wrong.
 func (e *WrongExpectedVersionError) Error() string {
 	return fmt.Sprintf("rockline: append to stream %q: expected revision %s, actual %s", e.Stream, e.Expected, e.Actual)
 }

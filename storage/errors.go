@@ -39,6 +39,7 @@ type OptionsError struct {
 	Reason string // what was expected, e.g. "must be between 1 MiB and 4 GiB"
 }
 
+// Error describes the problem, naming what was wrong.
 func (e *OptionsError) Error() string {
 	return fmt.Sprintf("storage: invalid option %s=%v: %s", e.Field, e.Value, e.Reason)
 }
@@ -53,6 +54,7 @@ type LimitError struct {
 	Limit int    // the largest size accepted
 }
 
+// Error describes the problem, naming what was wrong.
 func (e *LimitError) Error() string {
 	return fmt.Sprintf("storage: %s of %d bytes exceeds the limit of %d bytes", e.What, e.Size, e.Limit)
 }

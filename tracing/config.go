@@ -56,6 +56,7 @@ type SettingError struct {
 	Reason string
 }
 
+// Error describes the problem, naming what was wrong.
 func (e *SettingError) Error() string {
 	return fmt.Sprintf("tracing: invalid %s=%q: %s", e.Name, e.Value, e.Reason)
 }

@@ -1,0 +1,436 @@
+// Command bench runs the same workloads against rockline (both validation policies),
+// RocksDB's OptimisticTransactionDB (native-occ, the anchor) and a raw WriteBatch with
+// no validation (raw-batch, the ceiling) in one process, rotating the engine order
+// each round. Every engine writes the same bytes: data keys plus one log record per
+// commit holding the write set (rockline's own log entry; for the native engines a
+// record under a sequence key in a "log" column family).
+//
+//	go run ./test/bench --quick   # under 5 minutes on 2 cores
+//	go run ./test/bench           # full run, about an hour on 2 cores (--plan prints the estimate)
+//
+// stdout: one JSON line per run, then markdown tables; stderr: progress. Compare
+// engines within one run, as ratios; absolute figures depend on the machine.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+type config struct {
+	quick                         bool
+	duration, runTimeout          time.Duration
+	rounds                        int
+	engines                       []string
+	scenarios                     map[string]bool
+	grid                          [][2]int // (workers, keys) pairs of scenario a
+	inflight                      []int
+	keyspace                      int
+	dbs                           int
+	baseWorkers, baseKeys, baseF  int
+	mixSync                       int
+	conflictWorkers, conflictF    int
+	hotKeys                       int
+	buckets, memBuckets           []int
+	memDBs                        int
+	sync                          bool
+	lanes                         int
+	memtable                      bool
+	memtableSizes, memtableCounts []int
+	memtableScale                 int
+	rate                          int
+	memtableDuration              time.Duration
+	memtableEngines               []string
+	memtableWorkers               int
+	memtableKeyspace              int
+	dir                           string
+	json, plan                    bool
+}
+
+func intList(s string) ([]int, error) {
+	var out []int
+	for f := range strings.SplitSeq(s, ",") {
+		f = strings.TrimSpace(f)
+		if f == "" {
+			continue
+		}
+		n, err := strconv.Atoi(f)
+		if err != nil {
+			return nil, fmt.Errorf("%q: %w", f, err)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+func strList(s string) []string {
+	var out []string
+	for f := range strings.SplitSeq(s, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+func parseFlags() (*config, string) {
+	c := &config{}
+	fs := flag.CommandLine
+	fs.BoolVar(&c.quick, "quick", false, "quick mode: short runs and a subset of scenarios (under 5 minutes on 2 cores)")
+	fs.DurationVar(&c.duration, "duration", 0, "measured time per run (default 3s quick, 10s full)")
+	fs.DurationVar(&c.runTimeout, "run-timeout", 90*time.Second, "a run taking longer than its duration plus this aborts the process")
+	fs.IntVar(&c.rounds, "rounds", 3, "rounds per scenario (figures are medians, with min and max)")
+	engines := fs.String("engines", strings.Join(allKinds, ","), "engines compared: "+strings.Join(allKinds, ","))
+	scen := fs.String("scenarios", "", "scenarios to run: a (workers × keys grid), b (four databases), c (async/sync mix), d (conflicts), e (WAL off/on), f (bucket sweep on c), memory, tracing (default: all full; a,b,c,d,memory,tracing quick)")
+	workers := fs.String("workers", "2,4,8", "scenario a: workers (crossed with --keys unless --grid is given)")
+	keys := fs.String("keys", "1,64,1000", "scenario a: keys per transaction")
+	grid := fs.String("grid", "", "scenario a: explicit W:K pairs, e.g. 4:64,2:1000 (default quick: 4:64,2:1000)")
+	inflight := fs.String("inflight", "", "scenario a: commits in flight per worker, i.e. goroutines per worker (default 2 quick, 1,4 full)")
+	fs.IntVar(&c.keyspace, "keyspace", 4096, "keys per goroutine's disjoint key space (at least K), cycled through")
+	fs.IntVar(&c.dbs, "dbs", 4, "scenario b: databases, one worker each")
+	fs.IntVar(&c.baseWorkers, "base-workers", 4, "workers of scenarios c, e, f, tracing")
+	fs.IntVar(&c.baseKeys, "base-keys", 64, "keys per transaction of scenarios b, c, e, f, tracing")
+	fs.IntVar(&c.baseF, "base-inflight", 2, "commits in flight per worker of scenarios b, c, e, f, tracing")
+	fs.IntVar(&c.mixSync, "mix-sync", 2, "scenarios c, f: workers using CommitSync (the rest use Commit)")
+	fs.IntVar(&c.conflictWorkers, "conflict-workers", 4, "scenario d: workers")
+	fs.IntVar(&c.conflictF, "conflict-inflight", 2, "scenario d: commits in flight per worker")
+	fs.IntVar(&c.hotKeys, "hot-keys", 16, "scenario d: hot counter keys")
+	buckets := fs.String("buckets", "4096,16384,65536,1048576", "scenario f: rockline-parallel bucket counts")
+	memBuckets := fs.String("mem-buckets", "4096,65536,1048576", "memory: rockline-parallel bucket counts")
+	fs.IntVar(&c.memDBs, "mem-dbs", 10, "memory: empty databases opened per variant")
+	fs.BoolVar(&c.sync, "sync", false, "fsync the WAL on every commit (all engines)")
+	fs.IntVar(&c.lanes, "lanes", 0, "rockline commit lanes (0: rockline's default, min(4, GOMAXPROCS))")
+	fs.BoolVar(&c.memtable, "memtable", true, "run the memtable sweep")
+	msizes := fs.String("memtable-sizes", "", "memtable sweep: write buffer sizes in MiB before scaling (default 64,128,256,512; quick 64,512)")
+	mcounts := fs.String("memtable-counts", "2,4", "memtable sweep: max write buffer numbers")
+	fs.IntVar(&c.memtableScale, "memtable-scale", 0, "memtable sweep: divide sizes by this (default 16 quick, 1 full)")
+	fs.IntVar(&c.rate, "rate", 1000, "memtable sweep: target commits/s (16 keys × 1 KiB each)")
+	fs.DurationVar(&c.memtableDuration, "memtable-duration", 0, "memtable sweep: time per configuration (default 5s quick, 60s full)")
+	mengines := fs.String("memtable-engines", kindParallel, "memtable sweep: engines")
+	fs.IntVar(&c.memtableWorkers, "memtable-workers", 8, "memtable sweep: goroutines serving the paced load")
+	fs.IntVar(&c.memtableKeyspace, "memtable-keyspace", 1<<18, "memtable sweep: uniform key space")
+	fs.StringVar(&c.dir, "dir", os.TempDir(), "where temporary databases go (removed afterwards)")
+	fs.BoolVar(&c.json, "json", true, "print one JSON line per run to stdout")
+	fs.BoolVar(&c.plan, "plan", false, "print the plan and its estimated duration, then exit")
+	child := fs.String("memory-child", "", "internal: measure one engine variant's open cost and print JSON")
+	flag.Parse()
+
+	def := func(v *string, quick, full string) {
+		if *v == "" {
+			*v = full
+			if c.quick {
+				*v = quick
+			}
+		}
+	}
+	def(scen, "a,b,c,d,memory,tracing", "a,b,c,d,e,f,memory,tracing")
+	def(inflight, "2", "1,4")
+	def(msizes, "64,512", "64,128,256,512")
+	if c.quick && *grid == "" {
+		*grid = "4:64,2:1000"
+	}
+	if c.duration == 0 {
+		c.duration = 10 * time.Second
+		if c.quick {
+			c.duration = 3 * time.Second
+		}
+	}
+	if c.memtableScale == 0 {
+		c.memtableScale = 1
+		if c.quick {
+			c.memtableScale = 16
+		}
+	}
+	if c.memtableDuration == 0 {
+		c.memtableDuration = 60 * time.Second
+		if c.quick {
+			c.memtableDuration = 5 * time.Second
+		}
+	}
+	var errs []string
+	must := func(dst *[]int, s, name string) {
+		v, err := intList(s)
+		if err != nil {
+			errs = append(errs, fmt.Sprintf("--%s: %v", name, err))
+		}
+		*dst = v
+	}
+	c.engines = strList(*engines)
+	c.memtableEngines = strList(*mengines)
+	for _, e := range append(slices.Clone(c.engines), c.memtableEngines...) {
+		if !slices.Contains(allKinds, e) {
+			errs = append(errs, fmt.Sprintf("unknown engine %q (want %s)", e, strings.Join(allKinds, ",")))
+		}
+	}
+	c.scenarios = map[string]bool{}
+	for _, s := range strList(*scen) {
+		if !slices.Contains([]string{"a", "b", "c", "d", "e", "f", "memory", "tracing"}, s) {
+			errs = append(errs, fmt.Sprintf("unknown scenario %q (want a,b,c,d,e,f,memory,tracing)", s))
+		}
+		c.scenarios[s] = true
+	}
+	must(&c.inflight, *inflight, "inflight")
+	must(&c.buckets, *buckets, "buckets")
+	must(&c.memBuckets, *memBuckets, "mem-buckets")
+	must(&c.memtableSizes, *msizes, "memtable-sizes")
+	must(&c.memtableCounts, *mcounts, "memtable-counts")
+	if *grid != "" {
+		for _, p := range strList(*grid) {
+			w, k, ok := strings.Cut(p, ":")
+			wi, err1 := strconv.Atoi(w)
+			ki, err2 := strconv.Atoi(k)
+			if !ok || err1 != nil || err2 != nil {
+				errs = append(errs, fmt.Sprintf("--grid: %q is not W:K", p))
+				continue
+			}
+			c.grid = append(c.grid, [2]int{wi, ki})
+		}
+	} else {
+		var ws, ks []int
+		must(&ws, *workers, "workers")
+		must(&ks, *keys, "keys")
+		for _, w := range ws {
+			for _, k := range ks {
+				c.grid = append(c.grid, [2]int{w, k})
+			}
+		}
+	}
+	if c.rounds < 1 || c.rate < 1 || c.memtableWorkers < 1 || c.memDBs < 1 || c.dbs < 1 || c.hotKeys < 1 {
+		errs = append(errs, "--rounds, --rate, --memtable-workers, --mem-dbs, --dbs and --hot-keys must be positive")
+	}
+	if len(errs) > 0 {
+		fmt.Fprintln(os.Stderr, "bench: "+strings.Join(errs, "\nbench: "))
+		os.Exit(2)
+	}
+	return c, *child
+}
+
+// buildScenarios turns the flags into the list of scenarios to run.
+func buildScenarios(c *config) []scenario {
+	var base []engineSpec
+	for _, k := range c.engines {
+		base = append(base, engineSpec{Name: k, Kind: k})
+	}
+	baseline := kindNative
+	if !slices.Contains(c.engines, kindNative) {
+		baseline = c.engines[0]
+	}
+	open := openOpts{Sync: c.sync, Lanes: c.lanes}
+	var out []scenario
+	add := func(s scenario) {
+		if s.Engines == nil {
+			s.Engines = base
+		}
+		if s.Baseline == "" {
+			s.Baseline = baseline
+		}
+		if s.DBs == 0 {
+			s.DBs = 1
+		}
+		if s.Open == (openOpts{}) {
+			s.Open = open
+		}
+		out = append(out, s)
+	}
+	W, K, F := c.baseWorkers, c.baseKeys, c.baseF
+	if c.scenarios["a"] {
+		for _, g := range c.grid {
+			for _, f := range c.inflight {
+				add(scenario{ID: "a", Label: fmt.Sprintf("a W=%d K=%d F=%d", g[0], g[1], f), Workers: g[0], Keys: g[1], Inflight: f})
+			}
+		}
+	}
+	if c.scenarios["b"] {
+		add(scenario{ID: "b", Label: fmt.Sprintf("b %d DBs×1 worker K=%d F=%d", c.dbs, K, F), DBs: c.dbs, Workers: c.dbs, Keys: K, Inflight: F})
+	}
+	mix := scenario{Workers: W, Keys: K, Inflight: F, SyncWorkers: min(c.mixSync, W)}
+	if c.scenarios["c"] {
+		s := mix
+		s.ID, s.Label = "c", fmt.Sprintf("c mix W=%d (%d sync) K=%d F=%d", W, s.SyncWorkers, K, F)
+		add(s)
+	}
+	if c.scenarios["d"] {
+		add(scenario{ID: "d", Label: fmt.Sprintf("d conflicts W=%d F=%d hot=%d", c.conflictWorkers, c.conflictF, c.hotKeys),
+			Workers: c.conflictWorkers, Keys: 1, Inflight: c.conflictF, HotKeys: c.hotKeys})
+	}
+	if c.scenarios["e"] {
+		for _, off := range []bool{true, false} {
+			o := open
+			o.DisableWAL = off
+			name := map[bool]string{true: "off", false: "on"}[off]
+			add(scenario{ID: "e", Label: fmt.Sprintf("e WAL %s W=%d K=%d F=%d", name, W, K, F), Workers: W, Keys: K, Inflight: F, Open: o})
+		}
+	}
+	if c.scenarios["f"] {
+		var es []engineSpec
+		if slices.Contains(c.engines, kindParallel) {
+			for _, b := range c.buckets {
+				es = append(es, engineSpec{Name: fmt.Sprintf("%s/b%d", kindParallel, b), Kind: kindParallel, Buckets: b})
+			}
+		}
+		for _, k := range []string{kindSerial, kindNative} {
+			if slices.Contains(c.engines, k) {
+				es = append(es, engineSpec{Name: k, Kind: k})
+			}
+		}
+		s := mix
+		s.ID, s.Label, s.Engines = "f", fmt.Sprintf("f buckets, mix W=%d (%d sync) K=%d F=%d", W, s.SyncWorkers, K, F), es
+		if len(es) > 0 {
+			add(s)
+		}
+	}
+	if c.scenarios["tracing"] {
+		var es []engineSpec
+		for _, v := range []string{traceNoop, traceNever, traceAlways} {
+			es = append(es, engineSpec{Name: kindParallel + "/trace=" + v, Kind: kindParallel, Tracing: v})
+		}
+		add(scenario{ID: "tracing", Label: fmt.Sprintf("tracing W=%d K=%d F=%d", W, K, F), Engines: es, Baseline: es[0].Name,
+			Workers: W, Keys: K, Inflight: F})
+	}
+	return out
+}
+
+func main() {
+	cfg, child := parseFlags()
+	if child != "" {
+		os.Exit(memoryChild(cfg, child))
+	}
+	start := time.Now()
+	progress := func(s string) {
+		fmt.Fprintf(os.Stderr, "[%7.1fs] %s\n", time.Since(start).Seconds(), s)
+	}
+	emit := func(v any) {
+		if cfg.json {
+			emitJSON(v)
+		}
+	}
+	scenarios := buildScenarios(cfg)
+
+	// The plan and its estimated duration (runs plus about 0.25 s of open/close each).
+	runs := 0
+	for _, s := range scenarios {
+		runs += len(s.Engines) * cfg.rounds
+	}
+	est := time.Duration(runs) * (cfg.duration + 250*time.Millisecond)
+	memVariants := 0
+	if cfg.scenarios["memory"] {
+		memVariants = len(memoryVariants(cfg))
+		est += time.Duration(memVariants) * 3 * time.Second
+	}
+	mtRuns := 0
+	if cfg.memtable {
+		mtRuns = len(cfg.memtableEngines) * len(cfg.memtableSizes) * len(cfg.memtableCounts)
+		est += time.Duration(mtRuns) * (cfg.memtableDuration + time.Second)
+	}
+	progress(fmt.Sprintf("plan: %d scenarios × %d rounds = %d runs of %s, %d memory variants, %d memtable runs of %s; estimated %s",
+		len(scenarios), cfg.rounds, runs, cfg.duration, memVariants, mtRuns, cfg.memtableDuration, est.Round(time.Second)))
+	if cfg.plan {
+		for _, s := range scenarios {
+			names := make([]string, len(s.Engines))
+			for i, e := range s.Engines {
+				names[i] = e.Name
+			}
+			fmt.Fprintf(os.Stderr, "  %s: %s (baseline %s)\n", s.Label, strings.Join(names, ", "), s.Baseline)
+		}
+		return
+	}
+
+	failed := false
+	var aggs []*aggregate
+	for _, sc := range scenarios {
+		byEngine := map[string]*aggregate{}
+		for _, e := range sc.Engines {
+			a := &aggregate{label: sc.Label, engine: e.Name, baseline: sc.Baseline}
+			byEngine[e.Name] = a
+			aggs = append(aggs, a)
+		}
+		for r := 1; r <= cfg.rounds; r++ {
+			n := len(sc.Engines)
+			order := make([]engineSpec, 0, n)
+			for i := range n {
+				order = append(order, sc.Engines[(i+r-1)%n])
+			}
+			var round []runResult
+			for _, spec := range order {
+				res := runScenarioOnce(cfg, sc, spec, r)
+				round = append(round, res)
+				extra := ""
+				if res.Conflicts > 0 {
+					extra += fmt.Sprintf(", %s conflicts/s", fmtRate(res.ConflictsPerS))
+				}
+				if res.LostUpdates != nil {
+					extra += fmt.Sprintf(", lost updates %d", *res.LostUpdates)
+				}
+				if res.Error != "" {
+					extra += ", ERROR: " + res.Error
+				}
+				progress(fmt.Sprintf("%s | %s | round %d/%d | %s commits/s, commit p99 %s%s",
+					sc.Label, spec.Name, r, cfg.rounds, fmtRate(res.CommitsPerS), fmtUS(res.CommitLat.P99), extra))
+			}
+			setRatios(round, sc.Baseline)
+			for _, res := range round {
+				emit(res)
+				byEngine[res.Engine].runs = append(byEngine[res.Engine].runs, res)
+				if res.Error != "" {
+					failed = true
+				}
+				if res.LostUpdates != nil && *res.LostUpdates != 0 && !strings.HasPrefix(res.Engine, kindRaw) {
+					failed = true
+				}
+			}
+		}
+	}
+
+	var mem []memResult
+	if cfg.scenarios["memory"] {
+		mem = runMemory(cfg, progress)
+		for _, m := range mem {
+			emit(m)
+			if m.Error != "" {
+				failed = true
+			}
+		}
+	}
+	var mt []memtableResult
+	if cfg.memtable {
+		mt = runMemtableSweep(cfg, progress, emit)
+		for _, m := range mt {
+			if m.Error != "" {
+				failed = true
+			}
+		}
+	}
+
+	w := os.Stdout
+	stdoutMu.Lock()
+	defer stdoutMu.Unlock()
+	mode := "full"
+	if cfg.quick {
+		mode = "quick"
+	}
+	fmt.Fprintf(w, "\n## rockline bench (%s mode, %s per run, %d rounds, GOMAXPROCS=%d, all engines in one process)\n\n", mode, cfg.duration, cfg.rounds, runtime.GOMAXPROCS(0))
+	if len(aggs) > 0 {
+		writeRunTable(w, aggs, cfg.rounds)
+	}
+	if len(mem) > 0 {
+		fmt.Fprintf(w, "\n### Memory of empty databases\n\n")
+		writeMemoryTable(w, mem)
+	}
+	if len(mt) > 0 {
+		fmt.Fprintf(w, "\n### Memtable sweep\n\n")
+		writeMemtableTable(w, mt)
+	}
+	total := time.Since(start)
+	fmt.Fprintf(w, "\nTotal elapsed: %s\n", total.Round(100*time.Millisecond))
+	progress(fmt.Sprintf("done in %s", total.Round(100*time.Millisecond)))
+	if failed {
+		fmt.Fprintln(os.Stderr, "bench: some runs failed or lost updates (see the check column)")
+		os.Exit(1)
+	}
+}

@@ -65,6 +65,11 @@ jaeger:
 	  mv "$(JAEGER_BIN).tmp" "$(JAEGER_BIN)"; \
 	fi
 
+# jaeger-demo starts Jaeger on loopback, runs the bank service with a load exporting
+# to it, and prints the slowest trace as a tree.
+jaeger-demo: deps jaeger
+	bash test/jaeger/demo.sh "$(JAEGER_BIN)"
+
 # crash runs the long crash-recovery harness: 200 SIGKILL cycles.
 crash: deps
 	ROCKLINE_CRASH_CYCLES=200 $(GO) test -count=1 -timeout 60m -v -run 'TestCrash' ./test/crash/

@@ -1,0 +1,152 @@
+// Package bankapp is the bank example's reusable part: a store of account balances on
+// rockline, its JSON HTTP handler, the fx wiring and a built-in load generator.
+// examples/bank is a thin command over it; test/e2e drives it against a real Jaeger.
+package bankapp
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sync/atomic"
+
+	"github.com/rockline/rockline/pipeline"
+)
+
+// Family is the column family holding one key per account: the id, with the balance
+// as a big-endian uint64.
+const Family = "accounts"
+
+// Errors of the store. Each is wrapped with the account it is about.
+var (
+	ErrAccountExists     = errors.New("account exists")
+	ErrUnknownAccount    = errors.New("unknown account")
+	ErrInsufficientFunds = errors.New("insufficient funds")
+)
+
+// AccountError names the account an error is about.
+type AccountError struct {
+	Account string
+	Balance int64 // set for ErrInsufficientFunds
+	Err     error
+}
+
+func (e *AccountError) Error() string { return fmt.Sprintf("%s: %s", e.Err, e.Account) }
+func (e *AccountError) Unwrap() error { return e.Err }
+
+// Bank keeps balances in rockline. Transfers run through DB.Update, which retries them
+// on conflicts; Stats counts the attempts.
+type Bank struct {
+	db *pipeline.DB
+	cf *pipeline.ColumnFamily
+
+	transfers atomic.Int64 // Transfer calls
+	attempts  atomic.Int64 // runs of Transfer's Update function
+}
+
+// Stats are the counters of Transfer.
+type Stats struct {
+	Transfers int64 // Transfer calls
+	Attempts  int64 // runs of the Update function; Attempts-Transfers were conflict retries
+}
+
+// NewBank uses (or creates) the accounts family of db.
+func NewBank(db *pipeline.DB) (*Bank, error) {
+	cf, err := db.ColumnFamily(Family)
+	if errors.Is(err, pipeline.ErrColumnFamilyNotFound) {
+		cf, err = db.CreateColumnFamily(Family)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &Bank{db: db, cf: cf}, nil
+}
+
+// Stats returns the transfer counters.
+func (b *Bank) Stats() Stats {
+	return Stats{Transfers: b.transfers.Load(), Attempts: b.attempts.Load()}
+}
+
+// Open creates an account with an opening balance (ErrAccountExists if it exists).
+func (b *Bank) Open(ctx context.Context, id string, balance int64) error {
+	return b.db.Update(ctx, func(tx *pipeline.Txn) error {
+		if _, err := tx.Get(b.cf, []byte(id)); err == nil {
+			return &AccountError{Account: id, Err: ErrAccountExists}
+		} else if !errors.Is(err, pipeline.ErrNotFound) {
+			return err
+		}
+		return tx.Put(b.cf, []byte(id), encodeBalance(balance))
+	})
+}
+
+// Transfer moves amount from one account to another in one transaction. It returns
+// ErrUnknownAccount, ErrInsufficientFunds (both as *AccountError) or, when every
+// attempt conflicted, an error matching pipeline.ErrConflict.
+func (b *Bank) Transfer(ctx context.Context, from, to string, amount int64) error {
+	b.transfers.Add(1)
+	return b.db.Update(ctx, func(tx *pipeline.Txn) error {
+		b.attempts.Add(1)
+		fb, err := b.balance(tx, from)
+		if err != nil {
+			return err
+		}
+		tb, err := b.balance(tx, to)
+		if err != nil {
+			return err
+		}
+		if fb < amount {
+			return &AccountError{Account: from, Balance: fb, Err: ErrInsufficientFunds}
+		}
+		if err := tx.Put(b.cf, []byte(from), encodeBalance(fb-amount)); err != nil {
+			return err
+		}
+		return tx.Put(b.cf, []byte(to), encodeBalance(tb+amount))
+	})
+}
+
+// Balance returns an account's balance.
+func (b *Bank) Balance(id string) (bal int64, err error) {
+	err = b.db.View(func(tx *pipeline.Txn) error {
+		bal, err = b.balance(tx, id)
+		return err
+	})
+	return bal, err
+}
+
+// Total returns the number of accounts and the sum of their balances, read in one
+// snapshot.
+func (b *Bank) Total() (n int, sum int64, err error) {
+	err = b.db.View(func(tx *pipeline.Txn) error {
+		it, err := tx.NewIterator(b.cf, pipeline.IterOptions{})
+		if err != nil {
+			return err
+		}
+		defer it.Close()
+		for it.First(); it.Valid(); it.Next() {
+			n++
+			sum += decodeBalance(it.Value())
+		}
+		return it.Err()
+	})
+	return n, sum, err
+}
+
+func (b *Bank) balance(tx *pipeline.Txn, id string) (int64, error) {
+	v, err := tx.Get(b.cf, []byte(id))
+	if errors.Is(err, pipeline.ErrNotFound) {
+		return 0, &AccountError{Account: id, Err: ErrUnknownAccount}
+	}
+	if err != nil {
+		return 0, err
+	}
+	return decodeBalance(v), nil
+}
+
+func encodeBalance(v int64) []byte { return binary.BigEndian.AppendUint64(nil, uint64(v)) }
+
+func decodeBalance(b []byte) int64 {
+	if len(b) != 8 {
+		return 0
+	}
+	return int64(binary.BigEndian.Uint64(b))
+}

@@ -87,7 +87,7 @@ func (t *Txn) commit(ctx context.Context, sync bool) (pos uint64, err error) {
 		defer db.leave()
 		pos, err = db.validate(ctx, c)
 	} else {
-		tk := &task{ctx: ctx, txn: t, c: c, done: make(chan struct{}), queuedAt: time.Now()}
+		tk := &task{ctx: ctx, c: c, done: make(chan struct{}), queuedAt: time.Now()}
 		_, tk.queued = db.tracer.Start(ctx, tracing.SpanLaneWait)
 		lane, serr := db.lanes.Submit(ctx, tk)
 		if serr != nil {

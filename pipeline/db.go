@@ -230,21 +230,21 @@ func appendFiller(dst []byte, pos uint64) []byte {
 }
 
 // task is one Commit travelling through a lane.
+//
+// The committing goroutine owns it until Submit, the lane's goroutine from runTask
+// until it closes done, and the committing goroutine again afterwards.
 type task struct {
 	ctx      context.Context
 	queuedAt time.Time
-	txn      *Txn
 	c        *validators.Commit
-	queued   trace.Span
-	lane     int
+	queued   trace.Span // rockline.lane.wait, ended when the lane picks the task up
 	pos      uint64
 	err      error
 	done     chan struct{}
 }
 
 // runTask is the lanes' run function: it runs on the lane's goroutine.
-func (db *DB) runTask(lane int, t *task) {
-	t.lane = lane
+func (db *DB) runTask(_ int, t *task) {
 	t.queued.End()
 	db.metrics.stage(t.ctx, stageLaneWait, time.Since(t.queuedAt))
 	t.pos, t.err = db.validate(t.ctx, t.c)

@@ -14,13 +14,12 @@ const ScopeName = "github.com/rockline/rockline"
 
 // Span names, one per commit stage.
 const (
-	SpanCommit    = "rockline.commit"    // the whole commit, child of the caller's span
-	SpanLaneWait  = "rockline.lane.wait" // queued in a commit lane
-	SpanValidate  = "rockline.validate"  // conflict check and user checks
-	SpanWrite     = "rockline.write"     // the RocksDB batch write
-	SpanPublish   = "rockline.publish"   // waiting for lower positions to be published
-	SpanDropCF    = "rockline.cf.drop"   // a column-family drop, from retire to physical drop
-	SpanSubscribe = "rockline.subscribe" // reserved for subscriptions
+	SpanCommit   = "rockline.commit"    // the whole commit, child of the caller's span
+	SpanLaneWait = "rockline.lane.wait" // queued in a commit lane
+	SpanValidate = "rockline.validate"  // conflict check and user checks
+	SpanWrite    = "rockline.write"     // the RocksDB batch write
+	SpanPublish  = "rockline.publish"   // waiting for lower positions to be published
+	SpanDropCF   = "rockline.cf.drop"   // a column-family drop, from retire to physical drop
 )
 
 // Attribute keys.

@@ -23,8 +23,9 @@ import (
 //   - wg counts live lane goroutines; Close returns only after it reaches
 //     zero, so no goroutine of this package outlives Close.
 type Lanes[T any] struct {
-	run    func(lane int, task T)
-	queues []chan T
+	run      func(lane int, tasks []T)
+	maxBatch int
+	queues   []chan T
 	next   atomic.Uint64 // round-robin counter
 
 	mu        sync.RWMutex // admission gate: Submit RLock, Close Lock
@@ -42,13 +43,31 @@ type Lanes[T any] struct {
 // within one lane; it must not call Close on the same Lanes (deadlock). The
 // caller must eventually call Close to stop the goroutines.
 func New[T any](lanes, depth int, run func(lane int, task T)) (*Lanes[T], error) {
+	if run == nil {
+		return NewBatched[T](lanes, depth, 1, nil)
+	}
+	return NewBatched(lanes, depth, 1, func(lane int, tasks []T) {
+		for _, t := range tasks {
+			run(lane, t)
+		}
+	})
+}
+
+// NewBatched is New for a runner that takes the tasks waiting in a lane together:
+// each call gets the oldest queued task plus those queued behind it at that moment,
+// up to maxBatch (at least 1), in queue order. A lane never waits to fill a batch, so
+// under light load batches hold one task; under load the runner amortises its work
+// (one write for several commits) without adding latency. The slice is reused after
+// run returns.
+func NewBatched[T any](lanes, depth, maxBatch int, run func(lane int, tasks []T)) (*Lanes[T], error) {
 	if err := validate(lanes, depth, run == nil); err != nil {
 		return nil, err
 	}
 	l := &Lanes[T]{
-		run:     run,
-		queues:  make([]chan T, lanes),
-		closing: make(chan struct{}),
+		run:      run,
+		maxBatch: max(maxBatch, 1),
+		queues:   make([]chan T, lanes),
+		closing:  make(chan struct{}),
 	}
 	for i := range l.queues {
 		l.queues[i] = make(chan T, depth)
@@ -60,12 +79,27 @@ func New[T any](lanes, depth int, run func(lane int, task T)) (*Lanes[T], error)
 	return l, nil
 }
 
-// drain is the body of lane goroutine i: it runs every task from q in order
-// and returns once q is closed and empty.
+// drain is the body of lane goroutine i: it runs every task from q in order, in
+// batches of what is already queued, and returns once q is closed and empty.
 func (l *Lanes[T]) drain(i int, q <-chan T) {
 	defer l.wg.Done()
+	batch := make([]T, 0, l.maxBatch)
 	for task := range q {
-		l.run(i, task)
+		batch = append(batch[:0], task)
+	fill:
+		for len(batch) < l.maxBatch {
+			select {
+			case t, ok := <-q:
+				if !ok {
+					break fill
+				}
+				batch = append(batch, t)
+			default:
+				break fill
+			}
+		}
+		l.run(i, batch)
+		clear(batch)
 	}
 }
 

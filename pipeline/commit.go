@@ -181,8 +181,18 @@ func (t *Txn) encodeEntry(b *storage.Batch, dst []byte, pos uint64, unixNano int
 	return enc.Finish(), nil
 }
 
-// validate runs the validator with the validate and write spans around its stages.
+// validate runs the validator on one commit with its stage spans and metrics.
 func (db *DB) validate(ctx context.Context, c *validators.Commit) (uint64, error) {
+	finish := db.traceValidation(ctx, c)
+	pos, err := db.val.Commit(ctx, c)
+	finish(err)
+	return pos, err
+}
+
+// traceValidation opens the commit's validate span and arranges, through c.Observe,
+// for the write span and the stage durations. The returned function ends whatever is
+// still open once the validator has returned, marking it with err.
+func (db *DB) traceValidation(ctx context.Context, c *validators.Commit) func(error) {
 	_, vs := db.tracer.Start(ctx, tracing.SpanValidate)
 	var ws trace.Span
 	start := time.Now()
@@ -200,15 +210,15 @@ func (db *DB) validate(ctx context.Context, c *validators.Commit) (uint64, error
 			ws.End()
 		}
 	}
-	pos, err := db.val.Commit(ctx, c)
-	if vs != nil {
-		if err != nil {
-			vs.SetStatus(codes.Error, err.Error())
-			vs.SetAttributes(tracing.AttrErrorType.String(errorType(err)))
+	return func(err error) {
+		if vs != nil {
+			if err != nil {
+				vs.SetStatus(codes.Error, err.Error())
+				vs.SetAttributes(tracing.AttrErrorType.String(errorType(err)))
+			}
+			vs.End()
 		}
-		vs.End()
 	}
-	return pos, err
 }
 
 func (t *Txn) mapCommitErr(err error) error {

@@ -118,7 +118,7 @@ func Open(dir string, cfg Config) (*DB, error) {
 		st.Close()
 		return nil, err
 	}
-	db.lanes, err = lanes.New(cfg.Lanes, cfg.LaneQueueDepth, db.runTask)
+	db.lanes, err = lanes.NewBatched(cfg.Lanes, cfg.LaneQueueDepth, maxLaneBatch, db.runTasks)
 	if err != nil {
 		st.Close()
 		return nil, err
@@ -243,10 +243,25 @@ type task struct {
 	done     chan struct{}
 }
 
-// runTask is the lanes' run function: it runs on the lane's goroutine.
-func (db *DB) runTask(_ int, t *task) {
-	t.queued.End()
-	db.metrics.stage(t.ctx, stageLaneWait, time.Since(t.queuedAt))
-	t.pos, t.err = db.validate(t.ctx, t.c)
-	close(t.done)
+// maxLaneBatch bounds how many queued commits a lane hands the validator at once.
+const maxLaneBatch = 64
+
+// runTasks is the lanes' run function, on the lane's goroutine: it hands the commits
+// queued in the lane to the validator as one group (validated in queue order, written
+// together where the policy allows) and wakes each committer.
+func (db *DB) runTasks(_ int, tasks []*task) {
+	reqs := make([]*validators.Request, len(tasks))
+	finish := make([]func(error), len(tasks))
+	for i, t := range tasks {
+		t.queued.End()
+		db.metrics.stage(t.ctx, stageLaneWait, time.Since(t.queuedAt))
+		reqs[i] = &validators.Request{Ctx: t.ctx, Commit: t.c}
+		finish[i] = db.traceValidation(t.ctx, t.c)
+	}
+	db.val.CommitGroup(reqs)
+	for i, t := range tasks {
+		finish[i](reqs[i].Err)
+		t.pos, t.err = reqs[i].Pos, reqs[i].Err
+		close(t.done)
+	}
 }

@@ -6,7 +6,8 @@ import (
 	"math/bits"
 	"slices"
 	"sync"
-	"time"
+
+	"github.com/rockline/rockline/storage"
 )
 
 // buckets is the parallel bucket validator.
@@ -16,16 +17,15 @@ import (
 //     each once, so two commits never deadlock on each other.
 //   - It holds them from before the conflict check until after its writes are recorded
 //     in the table, so for any one key, check, write and record are serialised.
+//   - The write itself goes through writer, shared by every lane: a commit waits there
+//     with its buckets held, which cannot deadlock because the writer's leader takes no
+//     bucket; it only assigns positions, writes, records and wakes.
 //   - The pool is private to one database and sized once at New.
 type buckets struct {
 	core
 	pool    []sync.Mutex
-	scratch sync.Pool // *commitScratch
-}
-
-type commitScratch struct {
-	idx   []uint32
-	entry []byte
+	scratch sync.Pool   // *groupScratch, one per concurrent CommitGroup
+	writer  leaderQueue // groups the writes of validated commits across lanes
 }
 
 func newBuckets(o Options) (*buckets, error) {
@@ -37,7 +37,8 @@ func newBuckets(o Options) (*buckets, error) {
 		return nil, fmt.Errorf("validators: buckets = %d: must be between %d and %d", n, MinBuckets, MaxBuckets)
 	}
 	b := &buckets{core: newCore(o), pool: make([]sync.Mutex, n)}
-	b.scratch.New = func() any { return new(commitScratch) }
+	b.scratch.New = func() any { return &groupScratch{batch: storage.NewBatch()} }
+	b.writer = leaderQueue{scratch: groupScratch{batch: storage.NewBatch()}, process: b.writeSurvivors}
 	return b, nil
 }
 
@@ -52,20 +53,31 @@ func (b *buckets) index(fp uint64) uint32 {
 }
 
 func (b *buckets) Commit(ctx context.Context, c *Commit) (uint64, error) {
-	if c.empty() {
-		return 0, nil
-	}
-	if err := ctx.Err(); err != nil {
-		return 0, err
-	}
-	sc := b.scratch.Get().(*commitScratch)
+	r := &Request{Ctx: ctx, Commit: c}
+	b.CommitGroup([]*Request{r})
+	return r.Pos, r.Err
+}
+
+// CommitGroup locks the union of the requests' buckets (ascending, once each),
+// validates them in order, and hands the survivors to the shared writer queue, which
+// writes the survivors of every lane that are waiting at that moment in one batch;
+// then it unlocks. Validation runs in parallel across lanes (only commits sharing a
+// bucket wait for each other); the write is grouped, so one WAL write serves many
+// commits.
+func (b *buckets) CommitGroup(reqs []*Request) {
+	sc := b.scratch.Get().(*groupScratch)
 	defer b.scratch.Put(sc)
 	idx := sc.idx[:0]
-	for _, fp := range c.Reads {
-		idx = append(idx, b.index(fp))
-	}
-	for _, fp := range c.Writes {
-		idx = append(idx, b.index(fp))
+	for _, r := range reqs {
+		if r.Commit.empty() {
+			continue
+		}
+		for _, fp := range r.Commit.Reads {
+			idx = append(idx, b.index(fp))
+		}
+		for _, fp := range r.Commit.Writes {
+			idx = append(idx, b.index(fp))
+		}
 	}
 	slices.Sort(idx)
 	idx = slices.Compact(idx)
@@ -73,56 +85,9 @@ func (b *buckets) Commit(ctx context.Context, c *Commit) (uint64, error) {
 	for _, i := range idx {
 		b.pool[i].Lock()
 	}
-	pos, err := b.validateAndWrite(ctx, c, sc)
+	b.writer.do(b.validateGroup(reqs))
 	for _, i := range idx {
 		b.pool[i].Unlock()
 	}
-	if pos != 0 {
-		b.Sequencer.markDone(pos, pos)
-	}
 	b.table.maybePrune(b.Sequencer)
-	return pos, err
 }
-
-// validateAndWrite runs with c's buckets held. A non-zero position means one was
-// assigned (and written, or filled on failure) and must be marked done.
-func (b *buckets) validateAndWrite(ctx context.Context, c *Commit, sc *commitScratch) (uint64, error) {
-	if err := b.stopped(); err != nil {
-		return 0, err
-	}
-	if err := b.table.check(c.Reads, c.ReadPos); err != nil {
-		return 0, err
-	}
-	if err := b.table.check(c.Writes, c.ReadPos); err != nil {
-		return 0, err
-	}
-	if len(b.Checks) > 0 {
-		if err := b.runChecks(ctx, c, storeView{b.Store}); err != nil {
-			return 0, err
-		}
-	}
-	c.observe(Validated)
-	err := b.appendDense(c.Batch)
-	b.Sequencer.pause.RLock() // from assignment until the position is written or filled
-	pos := b.Sequencer.next(1)
-	c.Time = time.Now()
-	if err == nil {
-		sc.entry, err = b.appendEntry(c.Batch, c, pos, sc.entry)
-	}
-	if err == nil {
-		err = b.Store.Write(c.Batch)
-	}
-	c.observe(Written)
-	if err != nil {
-		b.fillUnlocked(pos)
-		b.Sequencer.pause.RUnlock()
-		return 0, err
-	}
-	b.Sequencer.pause.RUnlock()
-	b.table.record(c.Writes, pos)
-	return pos, nil
-}
-
-// fillUnlocked fills pos after a failed write; the position is then already marked
-// done (or the sequencer stopped), so the caller must not mark it again.
-func (b *buckets) fillUnlocked(pos uint64) { b.fill(pos, pos) }

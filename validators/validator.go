@@ -34,6 +34,10 @@ type Validator interface {
 	// error nothing of c is visible. A commit with no writes and no events is not
 	// validated and gets position 0.
 	Commit(ctx context.Context, c *Commit) (uint64, error)
+	// CommitGroup commits several requests as Commit would, validated in slice order
+	// (a later request conflicts with an earlier one's writes), writing the survivors
+	// together where the policy allows. It sets each request's Pos and Err.
+	CommitGroup(reqs []*Request)
 	// Policy returns the policy name.
 	Policy() string
 	// PoolBytes returns the memory held by the bucket pool (0 for serial).

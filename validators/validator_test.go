@@ -232,3 +232,60 @@ func TestConcurrentIncrementsLoseNothing(t *testing.T) {
 		})
 	}
 }
+
+// A group is validated in order: a member that read a key an earlier member writes
+// loses; the others are written together at consecutive positions.
+func TestCommitGroupValidatesInOrder(t *testing.T) {
+	for _, policy := range policies {
+		t.Run(policy, func(t *testing.T) {
+			r := newRig(t, policy)
+			ctx := context.Background()
+			reqs := []*Request{
+				{Ctx: ctx, Commit: r.commit(t, r.data, 0, nil, map[string]string{"a": "1"})},
+				{Ctx: ctx, Commit: r.commit(t, r.data, 0, []string{"a"}, map[string]string{"b": "2"})},
+				{Ctx: ctx, Commit: &Commit{}},
+				{Ctx: ctx, Commit: r.commit(t, r.data, 0, []string{"c"}, map[string]string{"c": "3"})},
+			}
+			r.v.CommitGroup(reqs)
+			type outcome struct {
+				pos      uint64
+				conflict bool
+				err      bool
+			}
+			var got []outcome
+			for _, q := range reqs {
+				got = append(got, outcome{q.Pos, errors.Is(q.Err, ErrConflict), q.Err != nil})
+			}
+			want := []outcome{{1, false, false}, {0, true, true}, {0, false, false}, {2, false, false}}
+			if fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Fatalf("outcomes %v; want %v", got, want)
+			}
+			if r.seq.Published() != 2 {
+				t.Fatalf("published %d; want 2", r.seq.Published())
+			}
+			for _, k := range []string{"a", "c"} {
+				if _, err := r.st.Get(r.data, []byte(k), nil); err != nil {
+					t.Errorf("%s not written: %v", k, err)
+				}
+			}
+			if _, err := r.st.Get(r.data, []byte("b"), nil); !errors.Is(err, storage.ErrNotFound) {
+				t.Errorf("the losing member's write landed: %v", err)
+			}
+		})
+	}
+}
+
+// A commit with events but no keys still gets a position under both policies.
+func TestEventsOnlyCommitGetsPosition(t *testing.T) {
+	for _, policy := range policies {
+		t.Run(policy, func(t *testing.T) {
+			r := newRig(t, policy)
+			c := r.commit(t, r.data, 0, nil, nil)
+			c.HasEvents = true
+			pos, err := r.v.Commit(context.Background(), c)
+			if err != nil || pos != 1 {
+				t.Fatalf("events-only commit = %d, %v; want 1, nil", pos, err)
+			}
+		})
+	}
+}

@@ -1,0 +1,175 @@
+package validators
+
+import (
+	"bytes"
+	"context"
+	"time"
+
+	"github.com/rockline/rockline/storage"
+)
+
+// Request is one commit of a group handed to Validator.CommitGroup, with its outcome.
+type Request struct {
+	Ctx    context.Context
+	Commit *Commit
+	Pos    uint64 // the commit's log position, set on success (0 for an empty commit)
+	Err    error  // why the commit failed, or nil
+}
+
+// groupScratch is what one group run reuses: the combined batch and entry buffer.
+type groupScratch struct {
+	batch *storage.Batch
+	entry []byte
+	idx   []uint32
+}
+
+// runGroup validates reqs in order, each against the table and the writes of the
+// requests before it, and writes the survivors with their log entries as one batch at
+// consecutive positions. The caller guarantees exclusivity over every fingerprint of
+// reqs (it holds their buckets, or leads the write group). Empty commits succeed with
+// position 0 and take no part.
+func (c *core) runGroup(reqs []*Request, sc *groupScratch) {
+	c.writeSurvivors(c.validateGroup(reqs), sc)
+}
+
+// validateGroup returns the requests that pass, in order: not empty, context alive,
+// no conflict with the table or with an earlier survivor's writes, every Check passed.
+// It sets Err on the others.
+func (c *core) validateGroup(reqs []*Request) []*Request {
+	if err := c.stopped(); err != nil {
+		for _, r := range reqs {
+			r.Err = err
+		}
+		return nil
+	}
+	var written map[uint64]struct{}
+	if len(reqs) > 1 {
+		written = make(map[uint64]struct{})
+	}
+	var overlay *groupView
+	if len(c.Checks) > 0 {
+		overlay = &groupView{db: c.Store}
+	}
+	survivors := make([]*Request, 0, len(reqs))
+	for _, r := range reqs {
+		if r.Commit.empty() {
+			continue
+		}
+		if err := r.Ctx.Err(); err != nil {
+			r.Err = err
+			continue
+		}
+		if err := c.validate(r.Commit, written); err != nil {
+			r.Err = err
+			continue
+		}
+		if overlay != nil {
+			if err := c.runChecks(r.Ctx, r.Commit, overlay); err != nil {
+				r.Err = err
+				continue
+			}
+			overlay.add(r.Commit.Ops)
+		}
+		if written != nil {
+			for _, fp := range r.Commit.Writes {
+				written[fp] = struct{}{}
+			}
+		}
+		survivors = append(survivors, r)
+	}
+	return survivors
+}
+
+// writeSurvivors assigns validated requests consecutive positions and writes them
+// with their log entries as one batch, records their writes in the table and marks
+// the positions done. A failed write fills the positions and fails every request.
+func (c *core) writeSurvivors(survivors []*Request, sc *groupScratch) {
+	if len(survivors) == 0 {
+		return
+	}
+	if err := c.stopped(); err != nil {
+		for _, r := range survivors {
+			r.Err = err
+		}
+		return
+	}
+	for _, r := range survivors {
+		r.Commit.observe(Validated)
+	}
+	// One survivor writes its own batch; several are copied into the group's.
+	b := survivors[0].Commit.Batch
+	if len(survivors) > 1 {
+		b = sc.batch
+		b.Reset()
+	}
+	err := c.appendDense(b)
+	c.Sequencer.pause.RLock() // from assignment until the positions are written or filled
+	defer c.Sequencer.pause.RUnlock()
+	first := c.Sequencer.next(len(survivors))
+	last := first + uint64(len(survivors)) - 1
+	now := time.Now()
+	for i, r := range survivors {
+		if err != nil {
+			break
+		}
+		r.Commit.Time = now
+		if len(survivors) > 1 {
+			b.Append(r.Commit.Batch)
+		}
+		sc.entry, err = c.appendEntry(b, r.Commit, first+uint64(i), sc.entry)
+	}
+	if err == nil {
+		err = c.Store.Write(b)
+	}
+	for _, r := range survivors {
+		r.Commit.observe(Written)
+	}
+	if err != nil {
+		c.fill(first, last)
+		for _, r := range survivors {
+			r.Err = err
+		}
+		return
+	}
+	for i, r := range survivors {
+		r.Pos = first + uint64(i)
+		c.table.record(r.Commit.Writes, r.Pos)
+	}
+	c.Sequencer.markDone(first, last)
+}
+
+// validate checks cm against the table and the writes of earlier group members.
+func (c *core) validate(cm *Commit, written map[uint64]struct{}) error {
+	for _, set := range [2][]uint64{cm.Reads, cm.Writes} {
+		for _, fp := range set {
+			if _, ok := written[fp]; ok {
+				return ErrConflict
+			}
+		}
+		if err := c.table.check(set, cm.ReadPos); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// groupView is the committed state plus the writes of earlier members of the group.
+type groupView struct {
+	db  *storage.DB
+	ops []Op
+}
+
+func (g *groupView) add(ops []Op) { g.ops = append(g.ops, ops...) }
+
+func (g *groupView) Get(f *storage.Family, key []byte) ([]byte, error) {
+	for i := len(g.ops) - 1; i >= 0; i-- {
+		op := g.ops[i]
+		if op.Family == f && bytes.Equal(op.Key, key) {
+			if op.Delete {
+				return nil, storage.ErrNotFound
+			}
+			return bytes.Clone(op.Value), nil
+		}
+	}
+	return g.db.Get(f, key, nil)
+}

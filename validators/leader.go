@@ -1,0 +1,91 @@
+package validators
+
+import "sync"
+
+// leaderQueue runs requests through process in groups, one group at a time: the first
+// caller to arrive while nobody leads becomes the leader, takes everything queued (up
+// to maxGroupBytes of batches), processes it, wakes the members, and hands leadership
+// to the next queued member. RocksDB does the same for its write group; doing it in
+// Go lets one batch carry many commits, so one WAL write serves them all.
+//
+// Invariants:
+//   - leading is true exactly while a leader runs; at most one goroutine leads.
+//   - Every queued member is woken exactly once: with false when its request is done,
+//     or with true to lead the group it heads (it is then done when lead returns).
+//   - Requests are processed in queue order.
+type leaderQueue struct {
+	mu      sync.Mutex
+	leading bool
+	queue   []*member
+	scratch groupScratch // the leader's, reused
+	process func([]*Request, *groupScratch)
+}
+
+type member struct {
+	*Request
+	wake chan bool // true: lead; false: done
+}
+
+// do queues reqs in order and returns once every one of them is processed.
+func (q *leaderQueue) do(reqs []*Request) {
+	if len(reqs) == 0 {
+		return
+	}
+	members := make([]*member, len(reqs))
+	for i, r := range reqs {
+		members[i] = &member{Request: r, wake: make(chan bool, 1)}
+	}
+	q.mu.Lock()
+	q.queue = append(q.queue, members...)
+	lead := !q.leading
+	q.leading = true
+	q.mu.Unlock()
+	for i, m := range members {
+		if i > 0 || !lead {
+			if !<-m.wake {
+				continue // done
+			}
+		}
+		q.lead() // m heads the group it leads, so it is done afterwards
+	}
+}
+
+// lead takes the queued members as one group, processes them, wakes them, and hands
+// leadership to the next queued member if any.
+func (q *leaderQueue) lead() {
+	q.mu.Lock()
+	group, size := q.queue, 0
+	cut := len(group)
+	for i, m := range group {
+		size += m.Commit.Batch.Size()
+		if i > 0 && size > maxGroupBytes {
+			cut = i
+			break
+		}
+	}
+	group, q.queue = group[:cut], append([]*member(nil), group[cut:]...)
+	q.mu.Unlock()
+
+	reqs := make([]*Request, len(group))
+	for i, m := range group {
+		reqs[i] = m.Request
+	}
+	q.process(reqs, &q.scratch)
+
+	q.mu.Lock()
+	var next *member
+	if len(q.queue) > 0 {
+		next = q.queue[0]
+	} else {
+		q.leading = false
+	}
+	q.mu.Unlock()
+	// group[0] is the leader itself: the first arrival when nobody led, or the member
+	// it was handed to. It reads its result directly.
+	for _, m := range group[1:] {
+		m.wake <- false
+	}
+	if next != nil {
+		next.wake <- true
+	}
+}

@@ -26,7 +26,7 @@ type Lanes[T any] struct {
 	run      func(lane int, tasks []T)
 	maxBatch int
 	queues   []chan T
-	next   atomic.Uint64 // round-robin counter
+	next     atomic.Uint64 // round-robin counter
 
 	mu        sync.RWMutex // admission gate: Submit RLock, Close Lock
 	closed    bool         // guarded by mu

@@ -17,6 +17,13 @@
 // contention-free round-robin is sufficient. With a single lane, tasks run
 // strictly in the order their Submit calls queued them.
 //
+// # Batches
+//
+// NewBatched gives the run function every task already queued behind the one the
+// lane takes (up to a bound), in order. A lane never waits to fill a batch: under
+// light load batches hold one task, under load the runner amortises its work, which
+// is how rockline writes several queued commits with one RocksDB write.
+//
 // # Goroutine ownership and shutdown
 //
 // New starts one goroutine per lane; those goroutines are owned by the Lanes

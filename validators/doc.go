@@ -23,17 +23,20 @@
 //
 // The parallel bucket validator (the default) keeps a private pool of Buckets mutexes
 // per database (8 bytes each: 512 KiB at the default 65,536). A commit locks the
-// sorted, de-duplicated bucket indices of its fingerprints, validates, writes, records
-// its writes and unlocks. Commits whose keys share no bucket run the whole step in
-// parallel; RocksDB groups their writes; the Sequencer publishes their positions in
-// order afterwards. No lock is held across the RocksDB write except the commit's own
-// buckets.
+// sorted, de-duplicated bucket indices of its fingerprints and validates; commits
+// whose keys share no bucket validate in parallel. It then hands itself, buckets
+// still held, to a writer queue shared by all lanes (leader.go): whoever arrives while
+// nobody writes takes every validated commit waiting, assigns them consecutive
+// positions and writes them in one batch, so one WAL write serves many commits. The
+// commit records its writes in the table and unlocks. The writer's leader takes no
+// bucket, so waiting for it with buckets held cannot deadlock.
 //
-// The serial write-group validator allocates no bucket pool. Commits queue; the first
-// to arrive leads a group: it validates every queued member in arrival order against
-// the table and against the writes of the members before it, fails only the losers,
-// and writes all survivors with their log entries as one batch, then hands leadership
-// to the next queued commit. Unlike RocksDB's serial policy, members share one write.
+// The serial write-group validator allocates no bucket pool. Commits go through the
+// same kind of leader queue, but the leader also validates: every queued member in
+// arrival order, against the table and against the writes of the members before it;
+// it fails only the losers and writes all survivors with their log entries as one
+// batch, then hands leadership to the next queued commit. Unlike RocksDB's serial
+// policy, members share one write.
 //
 // # Checks
 //

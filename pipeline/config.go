@@ -168,6 +168,7 @@ func (c Config) storageOptions() storage.Options {
 	fams[streamsFamily] = storage.FamilyOptions{}
 	return storage.Options{
 		Families:       fams,
+		FamilyDefaults: c.FamilyDefaults,
 		DisableWAL:     c.DisableWAL,
 		Sync:           c.Sync,
 		BlockCacheSize: c.BlockCacheSize,

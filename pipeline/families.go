@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -122,7 +123,12 @@ func (db *DB) DropColumnFamily(name string) error {
 
 func checkFamilyName(op, name string) error {
 	if err := storage.ValidateFamilyName(name); err != nil {
-		return &ArgumentError{Op: op, Arg: "name", Reason: "must be 1 to 255 bytes long", Err: err}
+		reason := "must be 1 to 255 bytes long, without \"#\""
+		var oe *storage.OptionsError
+		if errors.As(err, &oe) {
+			reason = fmt.Sprintf("%v %s", oe.Value, oe.Reason)
+		}
+		return &ArgumentError{Op: op, Arg: "name", Reason: reason, Err: err}
 	}
 	if isReserved(name) {
 		return &ArgumentError{Op: op, Arg: "name", Reason: fmt.Sprintf("%q: names starting with %q are reserved", name, reservedPrefix)}
@@ -136,6 +142,9 @@ func (db *DB) checkFamily(op string, c *ColumnFamily) (*storage.Family, error) {
 	if c == nil || c.f == nil {
 		if c != nil && c.db == db {
 			return nil, ErrClosed
+		}
+		if c != nil && c.db != nil { // Default() of another, closed database
+			return nil, fmt.Errorf("rockline: %s: column family of a closed database: %w", op, ErrClosed)
 		}
 		return nil, &ArgumentError{Op: op, Arg: "column family", Reason: "must not be nil"}
 	}

@@ -51,6 +51,9 @@ func (db *DB) ReadLog(from uint64, limit int) ([]LogEntry, error) {
 	if limit < 1 || limit > maxReadLimit {
 		return nil, &ArgumentError{Op: "ReadLog", Arg: "limit", Reason: fmt.Sprintf("%d is not between 1 and %d", limit, maxReadLimit)}
 	}
+	if db.closing.Load() {
+		return nil, ErrClosed
+	}
 	if from == 0 {
 		from = 1
 	}

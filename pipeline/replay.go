@@ -27,6 +27,10 @@ func (db *DB) Replay(ctx context.Context, entries []LogEntry) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
+		// Checked here, not only by the sequencer: position 0 would wrap its counter.
+		if next := db.seq.Published() + 1; e.Position != next {
+			return &ArgumentError{Op: "Replay", Arg: "entries", Reason: fmt.Sprintf("position %d is not next (LastPosition()+1 = %d)", e.Position, next)}
+		}
 		b := storage.NewBatch()
 		for i, w := range e.Writes {
 			f, err := db.replayFamily(w.Family, w.Generation)

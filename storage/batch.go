@@ -168,5 +168,8 @@ func (db *DB) writeWith(wo *grocksdb.WriteOptions, b *Batch) error {
 	wb := grocksdb.WriteBatchFrom(b.rep)
 	err := db.native.Write(wo, wb)
 	wb.Destroy()
+	if err != nil {
+		db.writeFailed.Store(true)
+	}
 	return mapError("write batch", err)
 }

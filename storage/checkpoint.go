@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 )
@@ -9,6 +10,9 @@ import (
 // must not exist yet (RocksDB hard-links SST files where it can, so it is cheap on the
 // same filesystem). The copy holds every write acknowledged before the call.
 func (db *DB) Checkpoint(dir string) error {
+	if dir == "" {
+		return &OptionsError{Field: "checkpoint dir", Value: `""`, Reason: "must name a folder"}
+	}
 	if _, err := os.Stat(dir); err == nil {
 		return &OptionsError{Field: "checkpoint dir", Value: dir, Reason: "must not exist yet"}
 	}
@@ -25,10 +29,14 @@ func (db *DB) Checkpoint(dir string) error {
 }
 
 // DeleteRange deletes every key of f in [start, end) atomically, with one range
-// tombstone.
+// tombstone. start after end is refused (*OptionsError): RocksDB would write the
+// tombstone to the WAL, fail to apply it and stop taking writes.
 func (db *DB) DeleteRange(f *Family, start, end []byte) error {
 	if err := db.check(f); err != nil {
 		return err
+	}
+	if bytes.Compare(start, end) > 0 {
+		return &OptionsError{Field: "range", Value: fmt.Sprintf("[%q, %q)", start, end), Reason: "start must not come after end"}
 	}
 	if err := db.enter(); err != nil {
 		return err

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"sync"
+	"sync/atomic"
 
 	"github.com/linxGnu/grocksdb"
 )
@@ -34,6 +35,11 @@ type DB struct {
 	families registry
 	meta     *Family
 	drops    dropStats
+	// writeFailed is set once a native write returned an error (a full disk, an I/O
+	// error). RocksDB's WAL writer then holds that error, and syncing the WAL again
+	// (FlushWAL at Close) trips an assertion that aborts the process in builds with
+	// assertions on (Debian's librocksdb), so Close skips it.
+	writeFailed atomic.Bool
 
 	liveMu sync.Mutex
 	live   map[releaser]struct{}
@@ -95,7 +101,7 @@ func Open(dir string, opts Options) (*DB, error) {
 			cfOpts[i] = db.dbOpts
 		} else {
 			logical, _ := parsePhysical(n)
-			cfOpts[i] = db.familyOptions(opts.Families[logical])
+			cfOpts[i] = db.familyOptions(opts.familyOptions(logical))
 		}
 	}
 	native, handles, err := grocksdb.OpenDbColumnFamilies(db.dbOpts, dir, names, cfOpts)
@@ -109,7 +115,7 @@ func Open(dir string, opts Options) (*DB, error) {
 	db.native = native
 	for i, n := range names {
 		logical, gen := parsePhysical(n)
-		fo := opts.Families[logical].withDefaults()
+		fo := opts.familyOptions(logical).withDefaults()
 		var o *grocksdb.Options
 		if i > 0 {
 			o = cfOpts[i]
@@ -191,7 +197,7 @@ func (db *DB) Close() error {
 	}
 	db.live = nil
 	db.liveMu.Unlock()
-	if !db.opts.DisableWAL {
+	if !db.opts.DisableWAL && !db.writeFailed.Load() {
 		if err := db.native.FlushWAL(true); err != nil {
 			errs = append(errs, mapError("flush WAL on close", err))
 		}

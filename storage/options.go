@@ -46,8 +46,13 @@ type FamilyOptions struct {
 type Options struct {
 	// Families names the column families to create or open, with their options. The
 	// default family is always opened; name it here to give it options. Families that
-	// exist on disk but are not named are opened with default options.
+	// exist on disk but are not named are opened with FamilyDefaults.
 	Families map[string]FamilyOptions
+	// FamilyDefaults are the options of families found on disk but not named in
+	// Families (other than the default family and MetaFamily, which get RocksDB's
+	// defaults unless named), so a family created with some options keeps them when
+	// the database is reopened with the same defaults.
+	FamilyDefaults FamilyOptions
 	// DisableWAL turns the write-ahead log off: faster, but writes not yet flushed are
 	// lost by a process kill (batches stay atomic).
 	DisableWAL bool
@@ -68,6 +73,9 @@ type Options struct {
 func (o Options) Validate() error {
 	if o.BlockCacheSize < 0 || o.BlockCacheSize > MaxBlockCacheSize {
 		return &OptionsError{Field: "BlockCacheSize", Value: o.BlockCacheSize, Reason: "must be between 0 and 64 GiB"}
+	}
+	if err := o.FamilyDefaults.validate("FamilyDefaults."); err != nil {
+		return err
 	}
 	names := make([]string, 0, len(o.Families))
 	for name := range o.Families {
@@ -96,6 +104,14 @@ func (f FamilyOptions) validate(prefix string) error {
 		return &OptionsError{Field: prefix + "MaxWriteBufferNumber", Value: f.MaxWriteBufferNumber, Reason: "must be between 2 and 64, or 0 for the default"}
 	}
 	return nil
+}
+
+// familyOptions returns the options of the family with that (logical) name.
+func (o Options) familyOptions(name string) FamilyOptions {
+	if f, ok := o.Families[name]; ok || name == DefaultFamily || name == MetaFamily {
+		return f
+	}
+	return o.FamilyDefaults
 }
 
 // withDefaults returns f with zero fields replaced by RocksDB's defaults.

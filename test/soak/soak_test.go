@@ -43,9 +43,19 @@ func TestMain(m *testing.M) {
 // memtable, so anon follows the memtables' high-water mark, not their current size.
 // The anon bound therefore applies to anon growth less the growth of that high-water
 // mark (reported as "anon beyond memtables").
+//
+// Dropped families are the one other thing that grows, by design: the storage layer
+// keeps every dropped family's native handle until Close (reads through an old handle
+// keep working), and with it RocksDB's metadata and the memtable arena of that family
+// (its first block is a write buffer's eighth: 512 KiB here). glibc's in-use bytes
+// grew by about 0.57 MiB per drop under this load, while with the family churn left
+// out they stayed flat (the allocator's own slack for those blocks comes on top). The
+// anon bound grows by dropAllowance per family dropped after warm-up, and the churn
+// period keeps that to tens of MiB over 10 minutes.
 const (
 	maxHeapGrowth      = 64 << 20 // Go heap in use, after a GC
-	maxAnonGrowth      = 64 << 20 // anonymous memory beyond the memtables' high-water mark
+	maxAnonGrowth      = 64 << 20 // anonymous memory beyond the memtables' high-water mark...
+	dropAllowance      = 2 << 20  // ...plus this much per family dropped after warm-up
 	maxGoroutineGrowth = 8
 )
 
@@ -61,6 +71,7 @@ type sample struct {
 	heap, anon, memtable uint64
 	memHigh              uint64 // the memtables' high-water mark so far
 	goroutines           int
+	drops                int64 // families dropped so far
 }
 
 // beyond is the anonymous memory beyond the memtables' high-water mark.
@@ -116,8 +127,8 @@ func TestSoak(t *testing.T) {
 	}
 	interval := min(10*time.Second, max(time.Second, d/15))
 	warmup := d / 3
-	t.Logf("soak: %v under load, sampling every %v, warm-up %v; bounds after warm-up: heap +%s MiB, anon +%s MiB, goroutines +%d",
-		d, interval, warmup, mib(maxHeapGrowth), mib(maxAnonGrowth), maxGoroutineGrowth)
+	t.Logf("soak: %v under load, sampling every %v, warm-up %v; bounds after warm-up: heap +%s MiB, anon beyond memtables +%s MiB (+%s MiB per dropped family), goroutines +%d",
+		d, interval, warmup, mib(maxHeapGrowth), mib(maxAnonGrowth), mib(dropAllowance), maxGoroutineGrowth)
 
 	db, err := pipeline.Open(filepath.Join(t.TempDir(), "db"), pipeline.Config{
 		Lanes:          4,
@@ -152,10 +163,10 @@ func TestSoak(t *testing.T) {
 	// ROCKLINE_SOAK_SKIP (comma-separated: transfers, appends, families, slow) leaves
 	// parts of the load out, to tell which one a growth comes from.
 	skip := make(map[string]bool)
-	for _, s := range strings.Split(os.Getenv("ROCKLINE_SOAK_SKIP"), ",") {
-		skip[strings.TrimSpace(s)] = s != ""
-	}
-	if len(skip) > 0 {
+	if env := os.Getenv("ROCKLINE_SOAK_SKIP"); env != "" {
+		for _, s := range strings.Split(env, ",") {
+			skip[strings.TrimSpace(s)] = true
+		}
 		t.Logf("soak: leaving out %v (ROCKLINE_SOAK_SKIP)", os.Getenv("ROCKLINE_SOAK_SKIP"))
 	}
 	var n counters
@@ -265,13 +276,13 @@ func TestSoak(t *testing.T) {
 			return nil
 		})
 	}
-	// Families: create, write, drop every 2 s; a writer races with the drops. (Each
-	// dropped family keeps its native handle, and RocksDB's memory for it, until
-	// Close by design; TestDropRetention measures that. The period keeps it well
-	// inside the anon bound over 10 minutes.)
+	// Families: create, write, drop every familyPeriod (1 s for 30 s, 10 s for 10
+	// minutes); a writer races with the drops. Each dropped family keeps memory until
+	// Close (see dropAllowance and TestDropRetention).
+	familyPeriod := min(10*time.Second, max(time.Second, d/60))
 	var current atomic.Pointer[pipeline.ColumnFamily]
 	run("families", func() error {
-		tick := time.NewTicker(2 * time.Second)
+		tick := time.NewTicker(familyPeriod)
 		defer tick.Stop()
 		for i := 0; ctx.Err() == nil; i++ {
 			name := fmt.Sprintf("tmp-%d", i)
@@ -339,7 +350,7 @@ func TestSoak(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		s.memHigh = s.memtable
+		s.memHigh, s.drops = s.memtable, n.families.Load()
 		if len(samples) > 0 {
 			s.memHigh = max(s.memHigh, samples[len(samples)-1].memHigh)
 		}
@@ -416,8 +427,10 @@ func TestSoak(t *testing.T) {
 	if g := growth(base.heap, peak.heap); g > maxHeapGrowth {
 		t.Errorf("heap in use grew by %s MiB after warm-up (bound %s MiB)", mib(g), mib(maxHeapGrowth))
 	}
-	if g := growth(base.beyond(), peakAdj); g > maxAnonGrowth {
-		t.Errorf("anonymous memory beyond the memtables' high-water mark grew by %s MiB after warm-up (bound %s MiB)", mib(g), mib(maxAnonGrowth))
+	anonBound := maxAnonGrowth + uint64(final.drops-base.drops)*dropAllowance
+	t.Logf("soak: anon bound after warm-up: %s MiB + %d families dropped x %s MiB = %s MiB", mib(maxAnonGrowth), final.drops-base.drops, mib(dropAllowance), mib(anonBound))
+	if g := growth(base.beyond(), peakAdj); g > anonBound {
+		t.Errorf("anonymous memory beyond the memtables' high-water mark grew by %s MiB after warm-up (bound %s MiB)", mib(g), mib(anonBound))
 	}
 	if peak.goroutines > base.goroutines+maxGoroutineGrowth {
 		t.Errorf("goroutines grew from %d to %d after warm-up (bound +%d)", base.goroutines, peak.goroutines, maxGoroutineGrowth)

@@ -270,6 +270,9 @@ func (db *DB) ReadStreamBackward(stream string, from uint64, limit int) ([]Recor
 
 func (db *DB) readStream(stream string, from uint64, limit int, backward bool) ([]RecordedEvent, error) {
 	op := "ReadStream"
+	if backward {
+		op = "ReadStreamBackward"
+	}
 	if err := checkStream(op, stream); err != nil {
 		return nil, err
 	}

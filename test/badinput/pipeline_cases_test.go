@@ -184,7 +184,7 @@ func pipelineCases() []badCase {
 	}
 	for what, s := range badStreams {
 		add("ReadStream/stream "+what, argErr("ReadStream", "stream"), func(e *env) error { _, err := e.db.ReadStream(s, 0, 1); return err })
-		add("ReadStreamBackward/stream "+what, argErr("ReadStream", "stream"), func(e *env) error { _, err := e.db.ReadStreamBackward(s, 0, 1); return err })
+		add("ReadStreamBackward/stream "+what, argErr("ReadStreamBackward", "stream"), func(e *env) error { _, err := e.db.ReadStreamBackward(s, 0, 1); return err })
 		add("DB.Append/stream "+what, argErr("DB.Append", "stream"), func(e *env) error { _, err := e.db.Append(ctx, s, pipeline.Any, events1...); return err })
 		add("Txn.Append/stream "+what, argErr("Txn.Append", "stream"), func(e *env) error {
 			return e.txn(func(tx *pipeline.Txn) error { return tx.Append(s, pipeline.Any, events1...) })
@@ -192,7 +192,7 @@ func pipelineCases() []badCase {
 	}
 	for _, limit := range []int{0, -1, 1<<20 + 1} {
 		add(fmt.Sprintf("ReadStream/limit=%d", limit), argErr("ReadStream", "limit", fmt.Sprint(limit)), func(e *env) error { _, err := e.db.ReadStream("s", 0, limit); return err })
-		add(fmt.Sprintf("ReadStreamBackward/limit=%d", limit), argErr("ReadStream", "limit", fmt.Sprint(limit)), func(e *env) error {
+		add(fmt.Sprintf("ReadStreamBackward/limit=%d", limit), argErr("ReadStreamBackward", "limit", fmt.Sprint(limit)), func(e *env) error {
 			_, err := e.db.ReadStreamBackward("s", 0, limit)
 			return err
 		})

@@ -105,7 +105,7 @@ func (t *Txn) commit(ctx context.Context, sync bool) (pos uint64, err error) {
 		pos, err = tk.pos, tk.err
 	}
 	if err != nil {
-		return 0, t.mapCommitErr(err)
+		return 0, closedErr(err)
 	}
 	if pos != 0 {
 		_, ps := db.tracer.Start(ctx, tracing.SpanPublish, trace.WithAttributes(tracing.AttrPosition.Int64(int64(pos))))
@@ -219,10 +219,6 @@ func (db *DB) traceValidation(ctx context.Context, c *validators.Commit) func(er
 			vs.End()
 		}
 	}
-}
-
-func (t *Txn) mapCommitErr(err error) error {
-	return closedErr(err)
 }
 
 func endCommitSpan(span trace.Span, pos uint64, err error) {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -87,7 +88,7 @@ func Open(dir string, opts Options) (*DB, error) {
 			}
 		}
 	}
-	if !contains(names, MetaFamily) {
+	if !slices.Contains(names, MetaFamily) {
 		names = append(names, MetaFamily)
 	}
 	for n := range opts.Families {
@@ -231,15 +232,6 @@ func (db *DB) untrack(r releaser) {
 func containsLogical(physical []string, name string) bool {
 	for _, p := range physical {
 		if n, _ := parsePhysical(p); n == name {
-			return true
-		}
-	}
-	return false
-}
-
-func contains(s []string, v string) bool {
-	for _, x := range s {
-		if x == v {
 			return true
 		}
 	}

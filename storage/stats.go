@@ -2,6 +2,7 @@ package storage
 
 import (
 	"bufio"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -73,16 +74,8 @@ func (db *DB) Stats() (Stats, error) {
 		s.ImmutableMemtable += fs.ImmutableMemtables
 		s.Families = append(s.Families, fs)
 	}
-	sortFamilyStats(s.Families)
+	slices.SortFunc(s.Families, func(a, b FamilyStats) int { return strings.Compare(a.Name, b.Name) })
 	return s, nil
-}
-
-func sortFamilyStats(fs []FamilyStats) {
-	for i := 1; i < len(fs); i++ {
-		for j := i; j > 0 && fs[j].Name < fs[j-1].Name; j-- {
-			fs[j], fs[j-1] = fs[j-1], fs[j]
-		}
-	}
 }
 
 // parseTickers reads the "name COUNT : n" lines of RocksDB's statistics dump.

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/url"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -89,7 +90,7 @@ func (c Config) validate(name func(field string) string) error {
 			return &SettingError{Name: name("Endpoint"), Value: c.Endpoint, Reason: "must be an http:// or https:// URL with a host, e.g. http://127.0.0.1:4317"}
 		}
 	}
-	if c.Sampler != "" && !contains(samplers, c.Sampler) {
+	if c.Sampler != "" && !slices.Contains(samplers, c.Sampler) {
 		return &SettingError{Name: name("Sampler"), Value: c.Sampler, Reason: "must be one of " + strings.Join(samplers, ", ")}
 	}
 	if c.SamplerArg < 0 || c.SamplerArg > 1 {
@@ -148,13 +149,4 @@ func configFrom(c Config, lookup func(string) (string, bool)) (Config, error) {
 		c.SamplerArg = f
 	}
 	return c, c.validate(func(f string) string { return envNames[f] })
-}
-
-func contains(s []string, v string) bool {
-	for _, x := range s {
-		if x == v {
-			return true
-		}
-	}
-	return false
 }

@@ -141,11 +141,6 @@ func newCore(o Options) core {
 	return core{Options: o, table: newTable(o.Sequencer.Published())}
 }
 
-// storeView is the View of the latest committed state.
-type storeView struct{ db *storage.DB }
-
-func (v storeView) Get(f *storage.Family, key []byte) ([]byte, error) { return v.db.Get(f, key, nil) }
-
 func (c *core) runChecks(ctx context.Context, cm *Commit, v View) error {
 	for _, check := range c.Checks {
 		if err := check(ctx, cm, v); err != nil {

@@ -33,8 +33,6 @@ type engineSpec struct {
 	Tracing string // rockline tracer variant (tracing.go)
 }
 
-func (s engineSpec) rockline() bool { return s.Kind == kindParallel || s.Kind == kindSerial }
-
 // openOpts are the per-scenario storage settings, the same for every engine.
 type openOpts struct {
 	DisableWAL bool

@@ -15,21 +15,26 @@ type txnBuffers struct {
 	ops    []validators.Op
 	writes []uint64
 	reads  []uint64
+	index  map[uint64]int32 // Txn.index, empty
 }
 
 // maxPooledBytes keeps a transaction that wrote a lot from pinning its buffers in the pool.
 const maxPooledBytes = 1 << 20
 
-var bufferPool = sync.Pool{New: func() any { return &txnBuffers{batch: storage.NewBatch()} }}
+var bufferPool = sync.Pool{New: func() any {
+	return &txnBuffers{batch: storage.NewBatch(), index: make(map[uint64]int32)}
+}}
 
 func getBuffers() *txnBuffers { return bufferPool.Get().(*txnBuffers) }
 
 func putBuffers(b *txnBuffers) {
-	if cap(b.arena) > maxPooledBytes || b.batch.Size() > maxPooledBytes || cap(b.ops) > maxPooledBytes/64 {
+	if cap(b.arena) > maxPooledBytes || b.batch.Size() > maxPooledBytes || cap(b.ops) > maxPooledBytes/64 ||
+		len(b.index) > maxPooledBytes/64 {
 		return
 	}
 	b.batch.Reset()
 	clear(b.ops) // drop family pointers
+	clear(b.index)
 	b.arena, b.ops, b.writes, b.reads = b.arena[:0], b.ops[:0], b.writes[:0], b.reads[:0]
 	bufferPool.Put(b)
 }

@@ -24,22 +24,19 @@ type Txn struct {
 	err     error // set when Begin failed
 	done    bool
 
-	batch  *storage.Batch
-	ops    []validators.Op
-	writes []uint64 // fingerprints, one per op
-	reads  []uint64
-	arena  []byte
-	index  map[opKey]int // latest op per key, built lazily by own-write lookups
-	events []Event
+	bufs    *txnBuffers // where the buffers below came from and go back to
+	batch   *storage.Batch
+	ops     []validators.Op
+	writes  []uint64 // fingerprints, one per op
+	reads   []uint64
+	arena   []byte
+	index   map[uint64]int32 // write fingerprint -> latest op with it (pooled, empty)
+	indexed bool             // index is built; see ownWrite
+	events  []Event
 
 	heads      map[string]uint64 // stream heads as this transaction left them
 	appends    []streamAppend
 	idempotent *AppendResult // set when an append found its events already there
-}
-
-type opKey struct {
-	f   *storage.Family
-	key string
 }
 
 // Begin starts a transaction at the current published log position. It never fails;
@@ -59,7 +56,8 @@ func (db *DB) Begin() *Txn {
 	}
 	t.snap = snap
 	b := getBuffers()
-	t.batch, t.arena, t.ops, t.writes, t.reads = b.batch, b.arena, b.ops, b.writes, b.reads
+	t.bufs = b
+	t.batch, t.arena, t.ops, t.writes, t.reads, t.index = b.batch, b.arena, b.ops, b.writes, b.reads, b.index
 	return t
 }
 
@@ -109,10 +107,11 @@ func (t *Txn) get(op string, cf *ColumnFamily, key []byte, track bool) ([]byte, 
 	if err := checkKey(op, key); err != nil {
 		return nil, err
 	}
+	fp := t.db.fp.Of(f.ID(), key)
 	if track {
-		t.reads = append(t.reads, t.db.fp.Of(f.ID(), key))
+		t.reads = append(t.reads, fp)
 	}
-	if i, ok := t.ownWrite(f, key); ok {
+	if i, ok := t.ownWrite(f, key, fp); ok {
 		if t.ops[i].Delete {
 			return nil, ErrNotFound
 		}
@@ -122,27 +121,38 @@ func (t *Txn) get(op string, cf *ColumnFamily, key []byte, track bool) ([]byte, 
 	return v, closedErr(err)
 }
 
-// ownWrite finds the latest buffered write of key in f.
-func (t *Txn) ownWrite(f *storage.Family, key []byte) (int, bool) {
-	if len(t.ops) == 0 {
+// ownWrite finds the latest buffered write of key in f, whose fingerprint is fp. Short
+// write sets are scanned; longer ones get an index from fingerprint to the latest op
+// with it, built on first use and kept up to date by write. A fingerprint shared by
+// two keys (a collision) falls back to the scan, so the answer is always exact.
+func (t *Txn) ownWrite(f *storage.Family, key []byte, fp uint64) (int, bool) {
+	if len(t.ops) <= 8 && !t.indexed {
+		return t.scanWrites(f, key, fp)
+	}
+	if !t.indexed {
+		for i, w := range t.writes {
+			t.index[w] = int32(i)
+		}
+		t.indexed = true
+	}
+	i, ok := t.index[fp]
+	if !ok {
 		return 0, false
 	}
-	if len(t.ops) <= 8 && t.index == nil {
-		for i := len(t.ops) - 1; i >= 0; i-- {
-			if t.ops[i].Family == f && bytes.Equal(t.ops[i].Key, key) {
-				return i, true
-			}
-		}
-		return 0, false
+	if op := t.ops[i]; op.Family == f && bytes.Equal(op.Key, key) {
+		return int(i), true
 	}
-	if t.index == nil {
-		t.index = make(map[opKey]int, len(t.ops))
-		for i, op := range t.ops {
-			t.index[opKey{op.Family, string(op.Key)}] = i
+	return t.scanWrites(f, key, fp)
+}
+
+// scanWrites is ownWrite by a backward scan.
+func (t *Txn) scanWrites(f *storage.Family, key []byte, fp uint64) (int, bool) {
+	for i := len(t.ops) - 1; i >= 0; i-- {
+		if t.writes[i] == fp && t.ops[i].Family == f && bytes.Equal(t.ops[i].Key, key) {
+			return i, true
 		}
 	}
-	i, ok := t.index[opKey{f, string(key)}]
-	return i, ok
+	return 0, false
 }
 
 // Put buffers key=value in cf. The key must be 1..64 KiB and the value at most 1 GiB
@@ -190,9 +200,10 @@ func (t *Txn) write(op string, cf *ColumnFamily, key, value []byte, del bool) er
 		v = t.arena[start+len(key) : len(t.arena) : len(t.arena)]
 	}
 	t.ops = append(t.ops, validators.Op{Family: f, Key: k, Value: v, Delete: del})
-	t.writes = append(t.writes, t.db.fp.Of(f.ID(), key))
-	if t.index != nil {
-		t.index[opKey{f, string(k)}] = len(t.ops) - 1
+	fp := t.db.fp.Of(f.ID(), key)
+	t.writes = append(t.writes, fp)
+	if t.indexed {
+		t.index[fp] = int32(len(t.ops) - 1)
 	}
 	return nil
 }
@@ -224,8 +235,10 @@ func (t *Txn) release() {
 		t.db.seq.Release(t.readPos)
 	}
 	if t.batch != nil {
-		putBuffers(&txnBuffers{batch: t.batch, arena: t.arena, ops: t.ops, writes: t.writes, reads: t.reads})
-		t.batch, t.arena, t.ops, t.writes, t.reads, t.index = nil, nil, nil, nil, nil, nil
+		b := t.bufs
+		b.batch, b.arena, b.ops, b.writes, b.reads, b.index = t.batch, t.arena, t.ops, t.writes, t.reads, t.index
+		putBuffers(b)
+		t.bufs, t.batch, t.arena, t.ops, t.writes, t.reads, t.index, t.indexed = nil, nil, nil, nil, nil, nil, nil, false
 	}
 }
 

@@ -40,11 +40,9 @@ func (db *DB) NewIterator(f *Family, o IterOptions) (*Iterator, error) {
 	}
 	defer db.leave()
 	ro := grocksdb.NewDefaultReadOptions()
-	done := func() {}
 	if o.Snapshot != nil {
 		// Hold the snapshot until the native iterator has read it.
-		var err error
-		if _, done, err = db.readOptions(o.Snapshot); err != nil {
+		if _, err := db.readOptions(o.Snapshot); err != nil {
 			ro.Destroy()
 			return nil, err
 		}
@@ -58,7 +56,7 @@ func (db *DB) NewIterator(f *Family, o IterOptions) (*Iterator, error) {
 		ro.SetIterateUpperBound(it.upper)
 	}
 	it.it = db.native.NewIteratorCF(ro, f.handle)
-	done()
+	o.Snapshot.endRead()
 	db.track(it)
 	return it, nil
 }

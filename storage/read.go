@@ -18,11 +18,11 @@ func (db *DB) Get(f *Family, key []byte, s *Snapshot) ([]byte, error) {
 		return nil, err
 	}
 	defer db.leave()
-	ro, done, err := db.readOptions(s)
+	ro, err := db.readOptions(s)
 	if err != nil {
 		return nil, err
 	}
-	defer done()
+	defer s.endRead()
 	v, err := db.native.GetCF(ro, f.handle, key)
 	if err != nil {
 		return nil, mapError(fmt.Sprintf("get from %q", f.name), err)
@@ -55,11 +55,11 @@ func (db *DB) MultiGet(fams []*Family, keys [][]byte, s *Snapshot) ([][]byte, er
 		return nil, err
 	}
 	defer db.leave()
-	ro, done, err := db.readOptions(s)
+	ro, err := db.readOptions(s)
 	if err != nil {
 		return nil, err
 	}
-	defer done()
+	defer s.endRead()
 	handles := make(grocksdbHandles, len(fams))
 	for i, f := range fams {
 		handles[i] = f.handle

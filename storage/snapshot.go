@@ -57,19 +57,28 @@ func (s *Snapshot) releaseLocked() {
 	s.db.native.ReleaseSnapshot(s.snap)
 }
 
-// readOptions returns the read options for s (the database's default when s is nil)
-// and a function that ends the read; it fails when s was released.
-func (db *DB) readOptions(s *Snapshot) (*grocksdb.ReadOptions, func(), error) {
+// readOptions returns the read options for s (the database's default when s is nil);
+// it fails when s was released or belongs to another database. On success s (if not
+// nil) is held for reading until the caller calls s.endRead, so Release waits for the
+// read to leave native code.
+func (db *DB) readOptions(s *Snapshot) (*grocksdb.ReadOptions, error) {
 	if s == nil {
-		return db.ro, func() {}, nil
+		return db.ro, nil
 	}
 	if s.db != db {
-		return nil, nil, ErrForeignSnapshot
+		return nil, ErrForeignSnapshot
 	}
 	s.mu.RLock()
 	if s.released {
 		s.mu.RUnlock()
-		return nil, nil, ErrReleased
+		return nil, ErrReleased
 	}
-	return s.ro, s.mu.RUnlock, nil
+	return s.ro, nil
+}
+
+// endRead ends a read that readOptions(s) started; it does nothing for a nil s.
+func (s *Snapshot) endRead() {
+	if s != nil {
+		s.mu.RUnlock()
+	}
 }

@@ -85,7 +85,7 @@ func (b *buckets) CommitGroup(reqs []*Request) {
 	for _, i := range idx {
 		b.pool[i].Lock()
 	}
-	b.writer.do(b.validateGroup(reqs))
+	b.writer.do(b.validateGroup(reqs, sc))
 	for _, i := range idx {
 		b.pool[i].Unlock()
 	}

@@ -18,9 +18,10 @@ type Request struct {
 
 // groupScratch is what one group run reuses: the combined batch and entry buffer.
 type groupScratch struct {
-	batch *storage.Batch
-	entry []byte
-	idx   []uint32
+	batch   *storage.Batch
+	entry   []byte
+	idx     []uint32
+	written map[uint64]struct{} // validateGroup's, empty between runs
 }
 
 // runGroup validates reqs in order, each against the table and the writes of the
@@ -29,13 +30,13 @@ type groupScratch struct {
 // reqs (it holds their buckets, or leads the write group). Empty commits succeed with
 // position 0 and take no part.
 func (c *core) runGroup(reqs []*Request, sc *groupScratch) {
-	c.writeSurvivors(c.validateGroup(reqs), sc)
+	c.writeSurvivors(c.validateGroup(reqs, sc), sc)
 }
 
 // validateGroup returns the requests that pass, in order: not empty, context alive,
 // no conflict with the table or with an earlier survivor's writes, every Check passed.
 // It sets Err on the others.
-func (c *core) validateGroup(reqs []*Request) []*Request {
+func (c *core) validateGroup(reqs []*Request, sc *groupScratch) []*Request {
 	if err := c.stopped(); err != nil {
 		for _, r := range reqs {
 			r.Err = err
@@ -44,7 +45,11 @@ func (c *core) validateGroup(reqs []*Request) []*Request {
 	}
 	var written map[uint64]struct{}
 	if len(reqs) > 1 {
-		written = make(map[uint64]struct{})
+		if sc.written == nil {
+			sc.written = make(map[uint64]struct{})
+		}
+		written = sc.written
+		defer sc.resetWritten()
 	}
 	var overlay *groupView
 	if len(c.Checks) > 0 {
@@ -172,4 +177,16 @@ func (g *groupView) Get(f *storage.Family, key []byte) ([]byte, error) {
 		}
 	}
 	return g.db.Get(f, key, nil)
+}
+
+// maxPooledWritten bounds the set a scratch keeps for the next group; a larger one
+// (a group of huge commits) is dropped rather than pinned.
+const maxPooledWritten = 1 << 16
+
+func (sc *groupScratch) resetWritten() {
+	if len(sc.written) > maxPooledWritten {
+		sc.written = nil
+		return
+	}
+	clear(sc.written)
 }

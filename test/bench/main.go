@@ -51,6 +51,7 @@ type config struct {
 	memtableKeyspace              int
 	dir                           string
 	json, plan                    bool
+	cpuProfile                    string
 }
 
 func intList(s string) ([]int, error) {
@@ -118,6 +119,7 @@ func parseFlags() (*config, string) {
 	fs.StringVar(&c.dir, "dir", os.TempDir(), "where temporary databases go (removed afterwards)")
 	fs.BoolVar(&c.json, "json", true, "print one JSON line per run to stdout")
 	fs.BoolVar(&c.plan, "plan", false, "print the plan and its estimated duration, then exit")
+	fs.StringVar(&c.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file (go tool pprof)")
 	child := fs.String("memory-child", "", "internal: measure one engine variant's open cost and print JSON")
 	flag.Parse()
 
@@ -341,6 +343,15 @@ func main() {
 		return
 	}
 
+	stopProfile := func() {}
+	if cfg.cpuProfile != "" {
+		stop, err := startCPUProfile(cfg.cpuProfile)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(2)
+		}
+		stopProfile = stop
+	}
 	failed := false
 	var aggs []*aggregate
 	for _, sc := range scenarios {
@@ -426,6 +437,7 @@ func main() {
 		fmt.Fprintf(w, "\n### Memtable sweep\n\n")
 		writeMemtableTable(w, mt)
 	}
+	stopProfile()
 	total := time.Since(start)
 	fmt.Fprintf(w, "\nTotal elapsed: %s\n", total.Round(100*time.Millisecond))
 	progress(fmt.Sprintf("done in %s", total.Round(100*time.Millisecond)))

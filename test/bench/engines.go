@@ -23,7 +23,11 @@ const (
 	kindRaw      = "raw-batch"
 )
 
-var allKinds = []string{kindParallel, kindSerial, kindNative, kindRaw}
+var allKinds = []string{kindParallel, kindSerial, kindNative, kindRaw, kindBadger}
+
+// quickKinds are the engines of --quick (Badger's column would push make bench past
+// five minutes).
+var quickKinds = []string{kindParallel, kindSerial, kindNative, kindRaw}
 
 // engineSpec names one engine variant of a scenario.
 type engineSpec struct {
@@ -75,6 +79,8 @@ func openEngine(spec engineSpec, dir string, o openOpts) (engine, error) {
 		return openNative(dir, o)
 	case kindRaw:
 		return openRaw(dir, o)
+	case kindBadger:
+		return openBadger(dir, o)
 	}
 	return nil, fmt.Errorf("unknown engine kind %q", spec.Kind)
 }
@@ -184,14 +190,13 @@ func (t *rocklineTxn) discard() { t.t.Discard() }
 // storage layer: statistics on, one 8 MiB LRU block cache, RocksDB's default memtables
 // except for the data family) and the column families default, data, log.
 type nativeBase struct {
-	opts     []*grocksdb.Options // db/default, data, log
-	bbto     *grocksdb.BlockBasedTableOptions
-	cache    *grocksdb.Cache
-	cfs      []*grocksdb.ColumnFamilyHandle
-	wo       *grocksdb.WriteOptions
-	props    *grocksdb.DB // for properties (the base DB of an OptimisticTransactionDB)
-	sequence atomic.Uint64
-	bufs     sync.Pool
+	opts  []*grocksdb.Options // db/default, data, log
+	bbto  *grocksdb.BlockBasedTableOptions
+	cache *grocksdb.Cache
+	cfs   []*grocksdb.ColumnFamilyHandle
+	wo    *grocksdb.WriteOptions
+	props *grocksdb.DB // for properties (the base DB of an OptimisticTransactionDB)
+	logRecords
 }
 
 var nativeFamilies = []string{"default", "data", "log"}
@@ -259,6 +264,13 @@ func (b *nativeBase) stats() (engineStats, error) {
 	return s, nil
 }
 
+// logRecords gives the engines without a log of their own (native-occ, raw-batch,
+// badger) one log record per commit: a sequence number and pooled write-set buffers.
+type logRecords struct {
+	sequence atomic.Uint64
+	bufs     sync.Pool
+}
+
 // logBuffer accumulates a transaction's write set as its log record: the same bytes
 // rockline's log entry carries (family, key, value per write).
 type logBuffer struct {
@@ -266,7 +278,7 @@ type logBuffer struct {
 	body []byte
 }
 
-func (b *nativeBase) newLog() *logBuffer {
+func (b *logRecords) newLog() *logBuffer {
 	if l, ok := b.bufs.Get().(*logBuffer); ok {
 		l.n, l.body = 0, l.body[:0]
 		return l
@@ -284,7 +296,7 @@ func (l *logBuffer) add(key, value []byte) {
 }
 
 // record returns the key and value of the log record under the next sequence number.
-func (b *nativeBase) record(l *logBuffer) (key, value []byte) {
+func (b *logRecords) record(l *logBuffer) (key, value []byte) {
 	key = binary.BigEndian.AppendUint64(nil, b.sequence.Add(1))
 	value = binary.AppendUvarint(make([]byte, 0, len(l.body)+10), l.n)
 	return key, append(value, l.body...)

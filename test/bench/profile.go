@@ -6,8 +6,9 @@ import (
 	"runtime/pprof"
 )
 
-// startCPUProfile profiles the whole process (cgo time shows under the calling Go
-// frame, e.g. _Cfunc_rocksdb_get_cf) until the returned function is called.
+// startCPUProfile profiles this process (cgo time shows under the calling Go frame,
+// e.g. _Cfunc_rocksdb_get_cf) until the returned function is called. The memory
+// scenario's child processes are not profiled, and a run the watchdog ends loses it.
 func startCPUProfile(path string) (stop func(), err error) {
 	f, err := os.Create(path)
 	if err != nil {

@@ -113,7 +113,7 @@ func writeRunTable(w io.Writer, aggs []*aggregate, rounds int) {
 		fmt.Fprintf(w, "| %s | %s | %s [%s–%s] | %s | %s | %s | %s | %s | %s |\n",
 			a.label, a.engine, fmtRate(median(cps)), fmtRate(lo), fmtRate(hi), ratioS, fmtRate(conf), lat, txn, cpu, check(a))
 	}
-	fmt.Fprintf(w, "\nMedians of %d rounds (engine order rotated each round); × base is the median of per-round ratios of commits/s to the scenario's baseline engine (native-occ; rockline-parallel/trace=noop in the tracing scenario). Commit latency: submit to acknowledgement; txn latency: begin to acknowledgement (conflicts scenario: first attempt's begin to the successful acknowledgement); max is the maximum over rounds. CPU/commit: process user+sys time (RocksDB background threads included) over the run / commits.\n", rounds)
+	fmt.Fprintf(w, "\nMedians of %d rounds (engine order rotated each round); × base is the median of per-round ratios of commits/s to the scenario's baseline engine (native-occ; rockline-parallel/trace=noop in the tracing scenario). Commit latency: submit to acknowledgement; txn latency: begin to acknowledgement (conflicts scenario: first attempt's begin to the successful acknowledgement); max is the maximum over rounds. CPU/commit: process user+sys time (RocksDB background threads and Badger's goroutines included) over the run / commits. badger-v4 runs Badger's defaults with an 8 MiB block cache, keys under a prefix per family, and no WAL-off variant (it cannot run without one).\n", rounds)
 }
 
 // check summarises errors, the no-lost-update check and span counts.
@@ -166,7 +166,7 @@ func writeMemoryTable(w io.Writer, rs []memResult) {
 		note := r.Error
 		fmt.Fprintf(w, "| %s | %.2f | %.2f | %.2f | %s |\n", r.Engine, r.AnonPerDB, r.HeapPerDB, r.PoolPerDB, note)
 	}
-	fmt.Fprintf(w, "\nGrowth for opening %d empty databases of each variant in a fresh child process (after 2 warm-up opens), divided by %d; anonymous = /proc/self/smaps_rollup Anonymous (resident), Go heap = HeapAlloc after GC. The parallel validator's bucket pool is allocated zeroed in the Go heap and not touched at Open: it shows in Go heap growth at once but is not resident (and so not in anonymous memory) until commits lock its buckets. native-occ's figure is RocksDB's OptimisticTransactionDB lock table (occ_lock_buckets, default 1<<20, which RocksDB 7.8's C API cannot change); the native engines use the same options as rockline's storage layer (statistics on, 8 MiB block cache).\n", rs[0].DBs, rs[0].DBs)
+	fmt.Fprintf(w, "\nGrowth for opening %d empty databases of each variant in a fresh child process (after 2 warm-up opens), divided by %d; anonymous = /proc/self/smaps_rollup Anonymous (resident), Go heap = HeapAlloc after GC. The parallel validator's bucket pool is allocated zeroed in the Go heap and not touched at Open: it shows in Go heap growth at once but is not resident (and so not in anonymous memory) until commits lock its buckets. native-occ's figure is RocksDB's OptimisticTransactionDB lock table (occ_lock_buckets, default 1<<20, which RocksDB 7.8's C API cannot change); the native engines use the same options as rockline's storage layer (statistics on, 8 MiB block cache). badger-v4's Go heap is mostly its first memtable's arena (about 83 MiB: the 64 MiB memtable plus batch allowances, allocated at Open, resident only as it fills).\n", rs[0].DBs, rs[0].DBs)
 }
 
 func writeMemtableTable(w io.Writer, rs []memtableResult) {

@@ -1,0 +1,93 @@
+package main
+
+import (
+	"slices"
+	"testing"
+	"time"
+)
+
+// The harness's own smoke tests: every engine runs both workloads for a moment
+// against a real database, and the conflicts check sees no lost update from the
+// engines that validate. Figures are not asserted here; they belong to runs of the
+// harness, not to unit tests.
+
+func smokeConfig(t *testing.T) *config {
+	return &config{duration: 300 * time.Millisecond, runTimeout: 2 * time.Minute, dir: t.TempDir(), keyspace: 256}
+}
+
+func TestEnginesRunKeysWorkload(t *testing.T) {
+	cfg := smokeConfig(t)
+	sc := scenario{ID: "a", Label: "smoke keys", DBs: 1, Workers: 2, Keys: 8, Inflight: 2, SyncWorkers: 1}
+	for _, kind := range allKinds {
+		t.Run(kind, func(t *testing.T) {
+			res := runScenarioOnce(cfg, sc, engineSpec{Name: kind, Kind: kind}, 1)
+			if res.Error != "" {
+				t.Fatalf("run failed: %s", res.Error)
+			}
+			if res.Commits == 0 || res.CommitsPerS <= 0 || res.CommitLat.P50 <= 0 {
+				t.Errorf("no commits measured: %+v", res)
+			}
+			if res.Conflicts != 0 {
+				t.Errorf("%d conflicts on disjoint keys", res.Conflicts)
+			}
+		})
+	}
+}
+
+func TestValidatingEnginesLoseNoUpdate(t *testing.T) {
+	cfg := smokeConfig(t)
+	sc := scenario{ID: "d", Label: "smoke conflicts", DBs: 1, Workers: 4, Keys: 1, Inflight: 2, HotKeys: 2}
+	for _, kind := range allKinds {
+		if kind == kindRaw {
+			continue // no validation: it may lose updates, and says so in its check column
+		}
+		t.Run(kind, func(t *testing.T) {
+			res := runScenarioOnce(cfg, sc, engineSpec{Name: kind, Kind: kind}, 1)
+			if res.Error != "" {
+				t.Fatalf("run failed: %s", res.Error)
+			}
+			if res.Commits == 0 || res.LostUpdates == nil {
+				t.Fatalf("no commits or no check: %+v", res)
+			}
+			if *res.LostUpdates != 0 {
+				t.Errorf("%d updates lost (counter sum %d, commits %d)", *res.LostUpdates, *res.CounterSum, res.Commits)
+			}
+		})
+	}
+}
+
+func TestScenarioEngines(t *testing.T) {
+	cfg := &config{engines: allKinds, scenarios: map[string]bool{"e": true, "f": true}, baseWorkers: 4, baseKeys: 64,
+		baseF: 2, mixSync: 2, buckets: []int{4096}}
+	got := map[string][]string{}
+	for _, s := range buildScenarios(cfg) {
+		for _, e := range s.Engines {
+			got[s.Label] = append(got[s.Label], e.Name)
+		}
+	}
+	if names := got["e WAL off W=4 K=64 F=2"]; slices.Contains(names, kindBadger) || !slices.Contains(names, kindRaw) {
+		t.Errorf("WAL off engines = %v; want every engine but %s", names, kindBadger)
+	}
+	if names := got["e WAL on W=4 K=64 F=2"]; !slices.Contains(names, kindBadger) {
+		t.Errorf("WAL on engines = %v; want %s among them", names, kindBadger)
+	}
+	if names := got["f buckets, mix W=4 (2 sync) K=64 F=2"]; !slices.Equal(names, []string{"rockline-parallel/b4096", kindSerial, kindNative}) {
+		t.Errorf("bucket sweep engines = %v", names)
+	}
+}
+
+// TestWALOffBaseline: when Badger would be the baseline, the WAL-off scenario (which
+// has no Badger) divides by its first engine instead of by nothing.
+func TestWALOffBaseline(t *testing.T) {
+	cfg := &config{engines: []string{kindBadger, kindParallel, kindRaw}, scenarios: map[string]bool{"e": true},
+		baseWorkers: 4, baseKeys: 64, baseF: 2}
+	for _, s := range buildScenarios(cfg) {
+		found := false
+		for _, e := range s.Engines {
+			found = found || e.Name == s.Baseline
+		}
+		if !found {
+			t.Errorf("%s: baseline %q is not among its engines", s.Label, s.Baseline)
+		}
+	}
+}

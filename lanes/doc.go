@@ -28,7 +28,13 @@
 //
 // New starts one goroutine per lane; those goroutines are owned by the Lanes
 // value and by nothing else. Callers of Submit own their own goroutines and
-// never have work run on them.
+// never have work run on them. SubmitOrRun is the exception a caller opts into:
+// when the lane it picks is idle (nothing queued, nothing running) it runs the
+// task on the caller's goroutine instead of waking the lane's, keeping the lane's
+// order and its one-batch-at-a-time rule (a per-lane mutex and a count of
+// accepted, unfinished tasks decide it). Under load lanes are busy and tasks
+// queue as with Submit, so batching is unchanged; under light load a task skips
+// two goroutine hand-offs.
 //
 // Close shuts down in a fixed order. It first closes an internal closing
 // channel, which wakes every Submit blocked on a full queue (they return

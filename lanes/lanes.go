@@ -22,10 +22,19 @@ import (
 //     queue to empty before exiting, so every accepted task runs exactly once.
 //   - wg counts live lane goroutines; Close returns only after it reaches
 //     zero, so no goroutine of this package outlives Close.
+//   - run is called for lane i only while holding state[i].mu, so never
+//     concurrently within a lane. state[i].pending counts the tasks of lane i
+//     accepted and not yet run: it is raised before a task is sent and lowered
+//     (under mu) after its batch ran. SubmitOrRun runs a task on the caller only
+//     when it holds mu and moves pending from 0 to 1, that is when every task
+//     the lane accepted before has run; tasks accepted after it queue, and the
+//     lane goroutine must take mu before running them. So a lane runs its tasks
+//     in the order it accepted them, whoever runs them.
 type Lanes[T any] struct {
 	run      func(lane int, tasks []T)
 	maxBatch int
 	queues   []chan T
+	state    []laneState
 	next     atomic.Uint64 // round-robin counter
 
 	mu        sync.RWMutex // admission gate: Submit RLock, Close Lock
@@ -33,6 +42,12 @@ type Lanes[T any] struct {
 	closing   chan struct{}
 	closeOnce sync.Once
 	wg        sync.WaitGroup
+}
+
+// laneState serialises the runs of one lane; see the invariants on Lanes.
+type laneState struct {
+	mu      sync.Mutex
+	pending atomic.Int64
 }
 
 // New starts lanes lane goroutines, each with a queue of capacity depth, that
@@ -67,6 +82,7 @@ func NewBatched[T any](lanes, depth, maxBatch int, run func(lane int, tasks []T)
 		run:      run,
 		maxBatch: max(maxBatch, 1),
 		queues:   make([]chan T, lanes),
+		state:    make([]laneState, lanes),
 		closing:  make(chan struct{}),
 	}
 	for i := range l.queues {
@@ -83,8 +99,10 @@ func NewBatched[T any](lanes, depth, maxBatch int, run func(lane int, tasks []T)
 // batches of what is already queued, and returns once q is closed and empty.
 func (l *Lanes[T]) drain(i int, q <-chan T) {
 	defer l.wg.Done()
+	st := &l.state[i]
 	batch := make([]T, 0, l.maxBatch)
 	for task := range q {
+		st.mu.Lock()
 		batch = append(batch[:0], task)
 	fill:
 		for len(batch) < l.maxBatch {
@@ -99,6 +117,8 @@ func (l *Lanes[T]) drain(i int, q <-chan T) {
 			}
 		}
 		l.run(i, batch)
+		st.pending.Add(-int64(len(batch)))
+		st.mu.Unlock()
 		clear(batch)
 	}
 }
@@ -113,27 +133,56 @@ func (l *Lanes[T]) drain(i int, q <-chan T) {
 //
 // On error the returned lane is -1.
 func (l *Lanes[T]) Submit(ctx context.Context, task T) (lane int, err error) {
+	lane, _, err = l.submit(ctx, task, false)
+	return lane, err
+}
+
+// SubmitOrRun is Submit that runs the task on the caller's goroutine, as a batch of
+// one, when the lane it picks is idle: nothing queued and nothing running. It then
+// returns once the task has run, with ran true. Otherwise it queues the task as
+// Submit does (ran false). Either way the lane runs its tasks in the order it
+// accepted them and never two batches at once; an idle lane just skips the hand-off
+// to its goroutine, which is most of the latency of a lightly loaded commit. A task
+// run inline counts as accepted: Close waits for it like for a queued one.
+func (l *Lanes[T]) SubmitOrRun(ctx context.Context, task T) (lane int, ran bool, err error) {
+	return l.submit(ctx, task, true)
+}
+
+func (l *Lanes[T]) submit(ctx context.Context, task T, inline bool) (lane int, ran bool, err error) {
 	if err := ctx.Err(); err != nil {
-		return -1, err
+		return -1, false, err
 	}
 	select {
 	case <-l.closing:
-		return -1, ErrClosed
+		return -1, false, ErrClosed
 	default:
 	}
 	l.mu.RLock()
 	defer l.mu.RUnlock()
 	if l.closed {
-		return -1, ErrClosed
+		return -1, false, ErrClosed
 	}
 	lane = int((l.next.Add(1) - 1) % uint64(len(l.queues)))
+	st := &l.state[lane]
+	if inline && st.mu.TryLock() {
+		if st.pending.CompareAndSwap(0, 1) {
+			l.run(lane, []T{task})
+			st.pending.Add(-1)
+			st.mu.Unlock()
+			return lane, true, nil
+		}
+		st.mu.Unlock()
+	}
+	st.pending.Add(1)
 	select {
 	case l.queues[lane] <- task:
-		return lane, nil
+		return lane, false, nil
 	case <-ctx.Done():
-		return -1, ctx.Err()
+		st.pending.Add(-1)
+		return -1, false, ctx.Err()
 	case <-l.closing:
-		return -1, ErrClosed
+		st.pending.Add(-1)
+		return -1, false, ErrClosed
 	}
 }
 

@@ -70,7 +70,8 @@ type Hooks struct {
 	// it enters a lane (Commit) or the validator (CommitSync).
 	AfterAdmit func()
 	// AfterSubmit runs once a lane has accepted a Commit's task (with the lane's
-	// index), before Commit waits for the outcome.
+	// index), before Commit waits for the outcome. Setting it makes every Commit
+	// queue on its lane, even an idle one, so the hook sees each commit queued.
 	AfterSubmit func(lane int)
 }
 

@@ -60,13 +60,16 @@ func (t *Txn) commit(ctx context.Context, sync bool) (pos uint64, err error) {
 	t.done = true
 	defer t.release()
 	db := t.db
-	ctx, span := db.tracer.Start(ctx, tracing.SpanCommit, trace.WithAttributes(
-		tracing.AttrPolicy.String(db.val.Policy()),
-		tracing.AttrSync.Bool(sync),
-		tracing.AttrKeys.Int(len(t.ops)),
-		tracing.AttrReads.Int(len(t.reads)),
-		tracing.AttrBytes.Int(t.batch.Size()),
-	))
+	ctx, span := db.tracer.Start(ctx, tracing.SpanCommit)
+	if span.IsRecording() { // built only for a span that keeps them
+		span.SetAttributes(
+			tracing.AttrPolicy.String(db.val.Policy()),
+			tracing.AttrSync.Bool(sync),
+			tracing.AttrKeys.Int(len(t.ops)),
+			tracing.AttrReads.Int(len(t.reads)),
+			tracing.AttrBytes.Int(t.batch.Size()),
+		)
+	}
 	start := time.Now()
 	defer func() {
 		endCommitSpan(span, pos, err)
@@ -90,7 +93,7 @@ func (t *Txn) commit(ctx context.Context, sync bool) (pos uint64, err error) {
 		pos, err = db.validate(ctx, c)
 	} else {
 		tk := &task{ctx: ctx, c: c, done: make(chan struct{}), queuedAt: time.Now()}
-		_, tk.queued = db.tracer.Start(ctx, tracing.SpanLaneWait)
+		tk.queued = db.stageSpan(ctx, tracing.SpanLaneWait)
 		var lane int
 		var serr error
 		if h := db.cfg.Hooks; h != nil && h.AfterSubmit != nil {
@@ -116,7 +119,10 @@ func (t *Txn) commit(ctx context.Context, sync bool) (pos uint64, err error) {
 		return 0, closedErr(err)
 	}
 	if pos != 0 {
-		_, ps := db.tracer.Start(ctx, tracing.SpanPublish, trace.WithAttributes(tracing.AttrPosition.Int64(int64(pos))))
+		ps := db.stageSpan(ctx, tracing.SpanPublish)
+		if ps.IsRecording() {
+			ps.SetAttributes(tracing.AttrPosition.Int64(int64(pos)))
+		}
 		waitStart := time.Now()
 		err = db.seq.Wait(pos)
 		db.metrics.stage(ctx, stagePublish, time.Since(waitStart))
@@ -201,7 +207,7 @@ func (db *DB) validate(ctx context.Context, c *validators.Commit) (uint64, error
 // for the write span and the stage durations. The returned function ends whatever is
 // still open once the validator has returned, marking it with err.
 func (db *DB) traceValidation(ctx context.Context, c *validators.Commit) func(error) {
-	_, vs := db.tracer.Start(ctx, tracing.SpanValidate)
+	vs := db.stageSpan(ctx, tracing.SpanValidate)
 	var ws trace.Span
 	start := time.Now()
 	var validated time.Time
@@ -212,7 +218,10 @@ func (db *DB) traceValidation(ctx context.Context, c *validators.Commit) func(er
 			db.metrics.stage(ctx, stageValidate, validated.Sub(start))
 			vs.End()
 			vs = nil
-			_, ws = db.tracer.Start(ctx, tracing.SpanWrite, trace.WithAttributes(tracing.AttrBytes.Int(c.Batch.Size())))
+			ws = db.stageSpan(ctx, tracing.SpanWrite)
+			if ws.IsRecording() {
+				ws.SetAttributes(tracing.AttrBytes.Int(c.Batch.Size()))
+			}
 		case validators.Written:
 			db.metrics.stage(ctx, stageWrite, time.Since(validated))
 			ws.End()
@@ -229,7 +238,25 @@ func (db *DB) traceValidation(ctx context.Context, c *validators.Commit) func(er
 	}
 }
 
+// stageSpan starts a stage span under the commit span in ctx. Under a commit span
+// that is not recording (no SDK, or sampled out) it starts nothing and returns that
+// span, whose methods do nothing: a child of an unsampled parent would not be
+// recorded by a parent-based sampler either, and skipping it saves an allocation or
+// two per stage on every untraced commit.
+func (db *DB) stageSpan(ctx context.Context, name string) trace.Span {
+	parent := trace.SpanFromContext(ctx)
+	if !parent.IsRecording() {
+		return parent
+	}
+	_, s := db.tracer.Start(ctx, name)
+	return s
+}
+
 func endCommitSpan(span trace.Span, pos uint64, err error) {
+	if !span.IsRecording() {
+		span.End()
+		return
+	}
 	if err != nil {
 		span.SetStatus(codes.Error, err.Error())
 		span.SetAttributes(tracing.AttrOutcome.String(tracing.OutcomeFailed), tracing.AttrErrorType.String(errorType(err)))

@@ -29,8 +29,8 @@ type metrics struct {
 	duration  metric.Float64Histogram
 	reg       metric.Registration
 
-	stages   map[string]metric.MeasurementOption
-	outcomes map[string]metric.AddOption
+	stages   map[string][]metric.RecordOption // one option each, passed as opts... so no call allocates
+	outcomes map[string][]metric.AddOption
 	policy   attribute.KeyValue
 }
 
@@ -39,7 +39,7 @@ func newMetrics(db *DB, mp metric.MeterProvider) (*metrics, error) {
 		mp = otel.GetMeterProvider()
 	}
 	m := tracing.Meter(mp)
-	out := &metrics{policy: tracing.AttrPolicy.String(db.cfg.Validation), stages: map[string]metric.MeasurementOption{}, outcomes: map[string]metric.AddOption{}}
+	out := &metrics{policy: tracing.AttrPolicy.String(db.cfg.Validation), stages: map[string][]metric.RecordOption{}, outcomes: map[string][]metric.AddOption{}}
 	var err, e error
 	out.commits, e = m.Int64Counter(tracing.MetricCommits, metric.WithUnit("{commit}"), metric.WithDescription("Commits by policy and outcome (committed, or the error.type of the failure)."))
 	err = errors.Join(err, e)
@@ -49,10 +49,10 @@ func newMetrics(db *DB, mp metric.MeterProvider) (*metrics, error) {
 		metric.WithExplicitBucketBoundaries(0.00001, 0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5))
 	err = errors.Join(err, e)
 	for _, s := range []string{stageLaneWait, stageValidate, stageWrite, stagePublish, stageTotal} {
-		out.stages[s] = metric.WithAttributeSet(attribute.NewSet(out.policy, tracing.AttrStage.String(s)))
+		out.stages[s] = []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(out.policy, tracing.AttrStage.String(s)))}
 	}
 	for _, o := range []string{tracing.OutcomeCommitted, tracing.ErrorConflict, tracing.ErrorTxnTooOld, tracing.ErrorClosed, tracing.ErrorCanceled, tracing.ErrorCFDropped, tracing.ErrorWrongExpectedVersion, tracing.ErrorStopped, tracing.ErrorOther} {
-		out.outcomes[o] = metric.WithAttributeSet(attribute.NewSet(out.policy, tracing.AttrOutcome.String(o)))
+		out.outcomes[o] = []metric.AddOption{metric.WithAttributeSet(attribute.NewSet(out.policy, tracing.AttrOutcome.String(o)))}
 	}
 	gauges, e := newGauges(m)
 	err = errors.Join(err, e)
@@ -64,7 +64,7 @@ func newMetrics(db *DB, mp metric.MeterProvider) (*metrics, error) {
 }
 
 func (m *metrics) stage(ctx context.Context, stage string, d time.Duration) {
-	m.duration.Record(ctx, d.Seconds(), m.stages[stage])
+	m.duration.Record(ctx, d.Seconds(), m.stages[stage]...)
 }
 
 // outcome counts a finished commit (one that got past argument checks).
@@ -73,9 +73,9 @@ func (m *metrics) outcome(ctx context.Context, err error) {
 	if err != nil {
 		o = errorType(err)
 	}
-	m.commits.Add(ctx, 1, m.outcomes[o])
+	m.commits.Add(ctx, 1, m.outcomes[o]...)
 	if o == tracing.ErrorConflict {
-		m.conflicts.Add(ctx, 1, m.outcomes[o])
+		m.conflicts.Add(ctx, 1, m.outcomes[o]...)
 	}
 }
 

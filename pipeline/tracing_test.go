@@ -3,6 +3,7 @@ package pipeline_test
 import (
 	"context"
 	"errors"
+	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -189,6 +190,55 @@ func TestSpans(t *testing.T) {
 						t.Errorf("rockline.validate error.type = %v, want conflict", v)
 					}
 				})
+			}
+		})
+	}
+}
+
+// offered is a sampler that drops every span and remembers the names it was asked about.
+type offered struct {
+	mu    sync.Mutex
+	names []string
+}
+
+func (o *offered) ShouldSample(p sdktrace.SamplingParameters) sdktrace.SamplingResult {
+	o.mu.Lock()
+	o.names = append(o.names, p.Name)
+	o.mu.Unlock()
+	return sdktrace.SamplingResult{Decision: sdktrace.Drop}
+}
+
+func (o *offered) Description() string { return "offered" }
+
+// TestUnsampledCommitStartsNoStageSpans: when the commit span is not recorded, its
+// stage spans are not even started (a parent-based sampler would drop them anyway),
+// so an untraced commit pays for one span, not five.
+func TestUnsampledCommitStartsNoStageSpans(t *testing.T) {
+	for _, pol := range policies {
+		t.Run(pol, func(t *testing.T) {
+			s := &offered{}
+			tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(s))
+			defer tp.Shutdown(context.Background())
+			db, _ := openDB(t, pipeline.Config{Validation: pol, Lanes: 1, TracerProvider: tp})
+			for _, sync := range []bool{false, true} {
+				tx := db.Begin()
+				if err := tx.Put(db.Default(), []byte("k"), []byte("v")); err != nil {
+					t.Fatal(err)
+				}
+				var err error
+				if sync {
+					err = tx.CommitSync()
+				} else {
+					err = tx.Commit(context.Background())
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			if diff := cmp.Diff([]string{"rockline.commit", "rockline.commit"}, s.names); diff != "" {
+				t.Errorf("spans offered to the sampler (-want +got):\n%s", diff)
 			}
 		})
 	}

@@ -16,7 +16,8 @@ type Request struct {
 	Err    error  // why the commit failed, or nil
 }
 
-// groupScratch is what one group run reuses: the combined batch and entry buffer.
+// groupScratch is what one group run reuses: the combined batch, the entry buffer,
+// the bucket indexes and the set of fingerprints written by earlier members.
 type groupScratch struct {
 	batch   *storage.Batch
 	entry   []byte

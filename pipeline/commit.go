@@ -197,45 +197,58 @@ func (t *Txn) encodeEntry(b *storage.Batch, dst []byte, pos uint64, unixNano int
 
 // validate runs the validator on one commit with its stage spans and metrics.
 func (db *DB) validate(ctx context.Context, c *validators.Commit) (uint64, error) {
-	finish := db.traceValidation(ctx, c)
+	st := db.newStageTrace(ctx, c)
 	pos, err := db.val.Commit(ctx, c)
-	finish(err)
+	st.finish(err)
 	return pos, err
 }
 
-// traceValidation opens the commit's validate span and arranges, through c.Observe,
-// for the write span and the stage durations. The returned function ends whatever is
-// still open once the validator has returned, marking it with err.
-func (db *DB) traceValidation(ctx context.Context, c *validators.Commit) func(error) {
-	vs := db.stageSpan(ctx, tracing.SpanValidate)
-	var ws trace.Span
-	start := time.Now()
-	var validated time.Time
-	c.Observe = func(s validators.Stage) {
-		switch s {
-		case validators.Validated:
-			validated = time.Now()
-			db.metrics.stage(ctx, stageValidate, validated.Sub(start))
-			vs.End()
-			vs = nil
-			ws = db.stageSpan(ctx, tracing.SpanWrite)
-			if ws.IsRecording() {
-				ws.SetAttributes(tracing.AttrBytes.Int(c.Batch.Size()))
-			}
-		case validators.Written:
-			db.metrics.stage(ctx, stageWrite, time.Since(validated))
-			ws.End()
+// stageTrace times a commit's validate and write stages (metrics, and spans under a
+// recording commit span). The validator reports the stage boundaries through
+// Commit.Observe, on the goroutine that runs the commit's group; finish runs after
+// the validator returned, so the fields need no lock.
+type stageTrace struct {
+	db             *DB
+	ctx            context.Context
+	c              *validators.Commit
+	vs, ws         trace.Span // validate (nil once ended), write (nil until started)
+	start, checked time.Time
+}
+
+// newStageTrace opens the validate span and hooks the trace into c.Observe.
+func (db *DB) newStageTrace(ctx context.Context, c *validators.Commit) *stageTrace {
+	st := &stageTrace{db: db, ctx: ctx, c: c, vs: db.stageSpan(ctx, tracing.SpanValidate), start: time.Now()}
+	c.Observe = st.observe
+	return st
+}
+
+func (st *stageTrace) observe(s validators.Stage) {
+	switch s {
+	case validators.Validated:
+		st.checked = time.Now()
+		st.db.metrics.stage(st.ctx, stageValidate, st.checked.Sub(st.start))
+		st.vs.End()
+		st.vs = nil
+		st.ws = st.db.stageSpan(st.ctx, tracing.SpanWrite)
+		if st.ws.IsRecording() {
+			st.ws.SetAttributes(tracing.AttrBytes.Int(st.c.Batch.Size()))
 		}
+	case validators.Written:
+		st.db.metrics.stage(st.ctx, stageWrite, time.Since(st.checked))
+		st.ws.End()
 	}
-	return func(err error) {
-		if vs != nil {
-			if err != nil {
-				vs.SetStatus(codes.Error, err.Error())
-				vs.SetAttributes(tracing.AttrErrorType.String(errorType(err)))
-			}
-			vs.End()
-		}
+}
+
+// finish ends the validate span if validation never passed, marking it with err.
+func (st *stageTrace) finish(err error) {
+	if st.vs == nil {
+		return
 	}
+	if err != nil && st.vs.IsRecording() {
+		st.vs.SetStatus(codes.Error, err.Error())
+		st.vs.SetAttributes(tracing.AttrErrorType.String(errorType(err)))
+	}
+	st.vs.End()
 }
 
 // stageSpan starts a stage span under the commit span in ctx. Under a commit span

@@ -238,6 +238,7 @@ type task struct {
 	queuedAt time.Time
 	c        *validators.Commit
 	queued   trace.Span // rockline.lane.wait, ended when the lane picks the task up
+	trace    *stageTrace
 	pos      uint64
 	err      error
 	done     chan struct{}
@@ -250,17 +251,18 @@ const maxLaneBatch = 64
 // queued in the lane to the validator as one group (validated in queue order, written
 // together where the policy allows) and wakes each committer.
 func (db *DB) runTasks(_ int, tasks []*task) {
-	reqs := make([]*validators.Request, len(tasks))
-	finish := make([]func(error), len(tasks))
+	reqs := make([]validators.Request, len(tasks))
+	ptrs := make([]*validators.Request, len(tasks))
 	for i, t := range tasks {
 		t.queued.End()
 		db.metrics.stage(t.ctx, stageLaneWait, time.Since(t.queuedAt))
-		reqs[i] = &validators.Request{Ctx: t.ctx, Commit: t.c}
-		finish[i] = db.traceValidation(t.ctx, t.c)
+		reqs[i] = validators.Request{Ctx: t.ctx, Commit: t.c}
+		ptrs[i] = &reqs[i]
+		t.trace = db.newStageTrace(t.ctx, t.c)
 	}
-	db.val.CommitGroup(reqs)
+	db.val.CommitGroup(ptrs)
 	for i, t := range tasks {
-		finish[i](reqs[i].Err)
+		t.trace.finish(reqs[i].Err)
 		t.pos, t.err = reqs[i].Pos, reqs[i].Err
 		close(t.done)
 	}

@@ -24,26 +24,40 @@ type leaderQueue struct {
 	process func([]*Request, *groupScratch)
 }
 
+// member is one queued request. Members are pooled with their channel: a member is
+// back in the pool only after do returned for it, by which time its one wake-up has
+// been received and neither the queue nor a leader will touch it again.
 type member struct {
 	*Request
 	wake chan bool // true: lead; false: done
 }
+
+var members = sync.Pool{New: func() any { return &member{wake: make(chan bool, 1)} }}
 
 // do queues reqs in order and returns once every one of them is processed.
 func (q *leaderQueue) do(reqs []*Request) {
 	if len(reqs) == 0 {
 		return
 	}
-	members := make([]*member, len(reqs))
-	for i, r := range reqs {
-		members[i] = &member{Request: r, wake: make(chan bool, 1)}
+	var buf [8]*member
+	ms := buf[:0]
+	for _, r := range reqs {
+		m := members.Get().(*member)
+		m.Request = r
+		ms = append(ms, m)
 	}
+	defer func() {
+		for _, m := range ms {
+			m.Request = nil
+			members.Put(m)
+		}
+	}()
 	q.mu.Lock()
-	q.queue = append(q.queue, members...)
+	q.queue = append(q.queue, ms...)
 	lead := !q.leading
 	q.leading = true
 	q.mu.Unlock()
-	for i, m := range members {
+	for i, m := range ms {
 		if i > 0 || !lead {
 			if !m.await() {
 				continue // done

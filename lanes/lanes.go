@@ -34,7 +34,7 @@ type Lanes[T any] struct {
 	run      func(lane int, tasks []T)
 	maxBatch int
 	queues   []chan T
-	state    []laneState
+	state    []laneState[T]
 	next     atomic.Uint64 // round-robin counter
 
 	mu        sync.RWMutex // admission gate: Submit RLock, Close Lock
@@ -45,9 +45,10 @@ type Lanes[T any] struct {
 }
 
 // laneState serialises the runs of one lane; see the invariants on Lanes.
-type laneState struct {
+type laneState[T any] struct {
 	mu      sync.Mutex
 	pending atomic.Int64
+	one     [1]T // the batch of an inline run, reused under mu
 }
 
 // New starts lanes lane goroutines, each with a queue of capacity depth, that
@@ -82,7 +83,7 @@ func NewBatched[T any](lanes, depth, maxBatch int, run func(lane int, tasks []T)
 		run:      run,
 		maxBatch: max(maxBatch, 1),
 		queues:   make([]chan T, lanes),
-		state:    make([]laneState, lanes),
+		state:    make([]laneState[T], lanes),
 		closing:  make(chan struct{}),
 	}
 	for i := range l.queues {
@@ -166,7 +167,9 @@ func (l *Lanes[T]) submit(ctx context.Context, task T, inline bool) (lane int, r
 	st := &l.state[lane]
 	if inline && st.mu.TryLock() {
 		if st.pending.CompareAndSwap(0, 1) {
-			l.run(lane, []T{task})
+			st.one[0] = task
+			l.run(lane, st.one[:])
+			clear(st.one[:])
 			st.pending.Add(-1)
 			st.mu.Unlock()
 			return lane, true, nil

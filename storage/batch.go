@@ -148,6 +148,16 @@ func (db *DB) writeWith(wo *grocksdb.WriteOptions, b *Batch) error {
 		return err
 	}
 	defer db.leave()
+	return db.writeEntered(wo, b)
+}
+
+// writeEntered is writeWith for a caller that already holds the gate (between enter
+// and leave). It must not enter again: a Close waiting for the gate's write side
+// blocks every new read lock, so a nested enter would wait on itself.
+func (db *DB) writeEntered(wo *grocksdb.WriteOptions, b *Batch) error {
+	if b == nil || b.count == 0 {
+		return nil
+	}
 	for _, f := range b.families {
 		if err := db.check(f); err != nil {
 			return err

@@ -32,6 +32,7 @@ type DB struct {
 	bbto     *grocksdb.BlockBasedTableOptions
 	cache    *grocksdb.Cache
 	wo       *grocksdb.WriteOptions
+	syncWO   *grocksdb.WriteOptions // WAL on, sync on: for drop intents and generations
 	ro       *grocksdb.ReadOptions
 	families registry
 	meta     *Family
@@ -41,6 +42,10 @@ type DB struct {
 	// (FlushWAL at Close) trips an assertion that aborts the process in builds with
 	// assertions on (Debian's librocksdb), so Close skips it.
 	writeFailed atomic.Bool
+
+	// ddl serialises family creation and retirement, which write MetaFamily records
+	// (generations, drop intents) that must agree with the registry.
+	ddl sync.Mutex
 
 	liveMu sync.Mutex
 	live   map[releaser]struct{}
@@ -127,7 +132,13 @@ func Open(dir string, opts Options) (*DB, error) {
 	db.wo = grocksdb.NewDefaultWriteOptions()
 	db.wo.DisableWAL(opts.DisableWAL)
 	db.wo.SetSync(opts.Sync)
+	db.syncWO = grocksdb.NewDefaultWriteOptions()
+	db.syncWO.SetSync(true)
 	db.ro = grocksdb.NewDefaultReadOptions()
+	if err := db.loadGenerations(); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("storage: open %s: %w", dir, err)
+	}
 	if err := db.completeIntents(); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("storage: open %s: complete pending drops: %w", dir, err)
@@ -211,6 +222,7 @@ func (db *DB) Close() error {
 	}
 	db.native.Close()
 	db.wo.Destroy()
+	db.syncWO.Destroy()
 	db.ro.Destroy()
 	db.freeOptions()
 	return errors.Join(errs...)

@@ -26,19 +26,24 @@
 //
 // # Families, generations and deferred drops
 //
-// The family registry lives in one place (families.go). Each name has generations: a
-// re-created name is a new RocksDB family ("orders", then "orders#2"), so it starts
-// empty and is independent of the old one's pending drop. A commit that will write to
-// a family first takes a Claim on it and Releases it after its write. DropFamily
-// retires the family at once (new claims and batch puts fail with ErrFamilyRetired),
-// records a durable drop intent in MetaFamily (a synced write) and returns; the
-// physical RocksDB drop runs exactly once, when the last claim is released, on the
-// goroutine that releases it. A drop pending when the process dies is completed by
-// the next Open before it returns, so a dropped family never comes back. A failed
-// physical drop is retried on the next DropFamily, Open or Close and counted in
-// Stats. Native handles of retired families stay alive until Close, so reads through
-// a *Family obtained earlier keep working. Families found on disk but not named in
-// Options.Families are reopened with default options.
+// Each name has generations: a re-created name is a new RocksDB family ("orders", then
+// "orders#2"), so it starts empty and is independent of the old one's pending drop.
+// The highest generation of every name is recorded in MetaFamily (a synced write)
+// before the family is created, so generations only grow, across reopens too. A commit
+// that will write to a family first takes a Claim on it and Releases it after its
+// write. DropFamily records a durable drop intent in MetaFamily (a synced write, with
+// the WAL on whatever the options), then retires the family (new claims and batch puts
+// fail with ErrFamilyRetired) and returns; DropFamilyWith lets the caller write its own
+// record of the drop in between. The physical RocksDB drop runs exactly once, when the
+// last claim is released, on the goroutine that releases it. A drop pending when the
+// process dies is completed by the next Open before it returns, so a dropped family
+// never comes back; one still claimed at Close is reported as a *DropPendingError. A
+// failed physical drop is retried on the next DropFamily, Open or Close and counted in
+// Stats. Native handles of retired families stay alive until Close (each destroyed
+// exactly once), so reads through a *Family obtained earlier keep working. Families
+// found on disk but not named in Options.Families are reopened with default options.
+// Creation and drop are serialised by one mutex taken before the gate, so neither can
+// wait on the gate's read side behind a Close.
 //
 // # Options
 //

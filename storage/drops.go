@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"sync/atomic"
-
-	"github.com/linxGnu/grocksdb"
 )
 
 // MetaFamily is the storage layer's own family. It holds durable drop intents; it is
@@ -48,57 +46,69 @@ type dropStats struct {
 //
 // The default family and MetaFamily cannot be dropped (*OptionsError).
 func (db *DB) DropFamily(name string, done ...func(error)) error {
+	return db.dropFamily(name, nil, done)
+}
+
+// DropFamilyWith is DropFamily with a step of the caller's between the durable drop
+// intent and the retirement: record runs once the intent is durable (so the drop will
+// happen, if need be at the next Open), while the family is still live and no other
+// family is created or dropped; it is where a caller writes its own record of the drop
+// (a log entry). The family is retired whatever record returns, and record's error is
+// returned.
+func (db *DB) DropFamilyWith(name string, record func(f *Family) error, done ...func(error)) error {
+	return db.dropFamily(name, record, done)
+}
+
+func (db *DB) dropFamily(name string, record func(*Family) error, done []func(error)) error {
 	if name == DefaultFamily || name == MetaFamily {
 		return &OptionsError{Field: "family name", Value: name, Reason: "the default family and the storage meta family cannot be dropped"}
 	}
-	if err := db.enter(); err != nil {
+	db.ddl.Lock()
+	defer db.ddl.Unlock()
+	f, err := db.Family(name)
+	if err != nil {
+		return fmt.Errorf("storage: drop family %q: %w", name, err)
+	}
+	b := NewBatch()
+	if err := b.putDropIntent(f); err != nil {
 		return err
 	}
+	// Synced with the WAL on, whatever the database's options: the drop survives a
+	// crash from here on.
+	if err := db.writeWith(db.syncWO, b); err != nil {
+		return err
+	}
+	if record != nil {
+		err = record(f)
+	}
+	db.retire(f, done)
+	return err
+}
+
+// putDropIntent adds f's durable drop intent to b.
+func (b *Batch) putDropIntent(f *Family) error {
+	return b.Put(f.db.meta, intentKey(f.physical), []byte(f.name))
+}
+
+func intentKey(physical string) []byte { return append(bytes.Clone(dropIntentPrefix), physical...) }
+
+// retire marks f dropped once its intent is durable, and starts the physical drop if
+// no claim holds it. The caller holds db.ddl, not the gate.
+func (db *DB) retire(f *Family, done []func(error)) {
 	r := &db.families
 	r.mu.Lock()
-	f, ok := r.byName[name]
-	if !ok {
-		r.mu.Unlock()
-		db.leave()
-		return fmt.Errorf("storage: drop family %q: %w", name, ErrColumnFamilyNotFound)
-	}
-	if err := db.writeIntent(f); err != nil {
-		r.mu.Unlock()
-		db.leave()
-		return err
-	}
 	f.mu.Lock()
 	f.retired.Store(true)
 	f.onDrop = append(f.onDrop, done...)
 	run := f.readyToDropLocked()
 	f.mu.Unlock()
-	delete(r.byName, name)
-	r.graveyard = append(r.graveyard, f)
+	r.retireLocked(f)
 	r.mu.Unlock()
 	db.drops.pending.Add(1)
-	db.leave()
 	if run {
 		db.physicalDrop(f)
 	}
 	db.retryDrops(f)
-	return nil
-}
-
-// writeIntent durably records that f is to be dropped.
-func (db *DB) writeIntent(f *Family) error {
-	b := NewBatch()
-	if err := b.Put(db.meta, append(bytes.Clone(dropIntentPrefix), f.physical...), []byte(f.name)); err != nil {
-		return err
-	}
-	return db.writeSync(b)
-}
-
-// writeSync writes b with sync on (and the WAL on), whatever the database's options.
-func (db *DB) writeSync(b *Batch) error {
-	wo := grocksdb.NewDefaultWriteOptions()
-	defer wo.Destroy()
-	wo.SetSync(true)
-	return db.writeWith(wo, b)
 }
 
 // physicalDrop drops f in RocksDB and removes its intent. The caller marked the attempt
@@ -129,7 +139,7 @@ func (db *DB) dropLocked(f *Family) {
 	if err == nil {
 		// The intent is only a reminder now; losing this delete means one redundant
 		// check at the next Open, which finds no such family.
-		if derr := db.native.DeleteCF(db.wo, db.meta.handle, append(bytes.Clone(dropIntentPrefix), f.physical...)); derr != nil {
+		if derr := db.native.DeleteCF(db.wo, db.meta.handle, intentKey(f.physical)); derr != nil {
 			db.drops.lastErr.Store(mapError("delete drop intent", derr).Error())
 		}
 	}
@@ -201,7 +211,11 @@ func (db *DB) completeIntents() error {
 	type intent struct{ key, physical []byte }
 	var intents []intent
 	for it.First(); it.Valid(); it.Next() {
-		k := it.Key()
+		k, _, err := it.Item()
+		if err != nil {
+			it.Close()
+			return err
+		}
 		intents = append(intents, intent{key: k, physical: k[len(dropIntentPrefix):]})
 	}
 	err = it.Err()
@@ -228,10 +242,7 @@ func (db *DB) completeIntents() error {
 		}
 		r := &db.families
 		r.mu.Lock()
-		if r.byName[target.name] == target {
-			delete(r.byName, target.name)
-		}
-		r.graveyard = append(r.graveyard, target)
+		r.retireLocked(target) // an older generation may already be in the graveyard
 		r.mu.Unlock()
 		target.mu.Lock()
 		target.retired.Store(true)
@@ -258,7 +269,7 @@ func (db *DB) dropPendingOnClose() error {
 		}
 		f.mu.Lock()
 		if !f.dropped {
-			err := fmt.Errorf("storage: drop of family %q still pending at close (claims %d): it completes at the next Open", f.name, f.claims)
+			err := &DropPendingError{Family: f.name, Claims: f.claims}
 			errs = append(errs, err)
 			callbacks := f.onDrop
 			f.onDrop = nil

@@ -170,3 +170,78 @@ func TestFamilyNameRejectsGenerationSeparator(t *testing.T) {
 		t.Fatalf("DropFamily(meta) = %v; want *OptionsError", err)
 	}
 }
+
+// Generations only grow, across reopens too: a name whose drop completed (its intent
+// gone) and that is re-created after a reopen gets the next generation, and a
+// generation at or below the highest one is refused.
+func TestGenerationsAreDurable(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "db")
+	db, err := storage.Open(dir, storage.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for want := 1; want <= 2; want++ {
+		f, err := db.CreateFamily("x", storage.FamilyOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f.Generation() != want {
+			t.Fatalf("generation %d, want %d", f.Generation(), want)
+		}
+		if err := db.DropFamily("x"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db, err = storage.Open(dir, storage.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if got := db.MaxGeneration("x"); got != 2 {
+		t.Fatalf("MaxGeneration after reopen = %d, want 2", got)
+	}
+	if _, err := db.CreateFamilyGeneration("x", 2, storage.FamilyOptions{}); !errors.Is(err, storage.ErrInvalidOptions) {
+		t.Fatalf("CreateFamilyGeneration at the highest generation = %v, want an *OptionsError", err)
+	}
+	f, err := db.CreateFamily("x", storage.FamilyOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Generation() != 3 || f.QualifiedName() != "x#3" {
+		t.Fatalf("re-created after reopen: generation %d (%s), want 3", f.Generation(), f.QualifiedName())
+	}
+	if _, err := db.CreateFamilyGeneration("y", 5, storage.FamilyOptions{}); err != nil {
+		t.Fatalf("CreateFamilyGeneration(y, 5): %v", err)
+	}
+	if got := db.MaxGeneration("y"); got != 5 {
+		t.Fatalf("MaxGeneration(y) = %d, want 5", got)
+	}
+}
+
+// A drop that a claim keeps from running before Close is reported by Close as a typed
+// *DropPendingError naming the family.
+func TestClosePendingDropIsTyped(t *testing.T) {
+	db, err := storage.Open(filepath.Join(t.TempDir(), "db"), storage.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := db.CreateFamily("held", storage.FamilyOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Claim(); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.DropFamily("held"); err != nil {
+		t.Fatal(err)
+	}
+	err = db.Close()
+	var pe *storage.DropPendingError
+	if !errors.As(err, &pe) || pe.Family != "held" || pe.Claims != 1 || !errors.Is(err, storage.ErrDropPending) {
+		t.Fatalf("Close = %v, want a *DropPendingError for held with 1 claim", err)
+	}
+	f.Release() // after Close: the drop stays for the next Open
+}

@@ -27,6 +27,12 @@ var (
 	ErrTooLarge = errors.New("storage: too large")
 	// ErrForeignFamily is returned when a *Family of another database is used.
 	ErrForeignFamily = errors.New("storage: column family belongs to another database")
+	// ErrCorrupt is matched by errors that report stored data that does not decode.
+	ErrCorrupt = errors.New("storage: corrupt data")
+	// ErrDropPending is matched by the *DropPendingError Close returns for a drop
+	// that could not run before Close (a claim was still held): the next Open
+	// completes it.
+	ErrDropPending = errors.New("storage: family drop still pending")
 	// ErrForeignSnapshot is returned when a *Snapshot of another database is used.
 	ErrForeignSnapshot = errors.New("storage: snapshot belongs to another database")
 )
@@ -46,6 +52,22 @@ func (e *OptionsError) Error() string {
 
 // Is reports whether target is ErrInvalidOptions.
 func (e *OptionsError) Is(target error) bool { return target == ErrInvalidOptions }
+
+// DropPendingError reports, from Close, a family whose drop could not run because a
+// commit still held a claim on it. The drop is durable: the next Open completes it
+// before it returns. It matches ErrDropPending.
+type DropPendingError struct {
+	Family string // the family's name
+	Claims int    // claims still held at Close
+}
+
+// Error names the family and says when the drop completes.
+func (e *DropPendingError) Error() string {
+	return fmt.Sprintf("storage: drop of family %q still pending at close (%d claims held): it completes at the next Open", e.Family, e.Claims)
+}
+
+// Is reports whether target is ErrDropPending.
+func (e *DropPendingError) Is(target error) bool { return target == ErrDropPending }
 
 // LimitError reports a key or value past its documented limit. It matches ErrTooLarge.
 type LimitError struct {

@@ -2,6 +2,7 @@ package storage
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -66,6 +67,10 @@ func (f *Family) Dropped() bool { return f.retired.Load() }
 // 1, "name#generation" after. ParseQualifiedName reverses it.
 func (f *Family) QualifiedName() string { return f.physical }
 
+// QualifiedName returns RocksDB's name for generation gen of name, as
+// Family.QualifiedName does.
+func QualifiedName(name string, gen int) string { return physicalName(name, gen) }
+
 // ParseQualifiedName splits a QualifiedName into the family name and generation.
 func ParseQualifiedName(q string) (name string, generation int) { return parsePhysical(q) }
 
@@ -101,12 +106,13 @@ func parsePhysical(physical string) (string, int) {
 }
 
 // registry is the one place that knows which families exist. It holds every handle
-// ever opened (live ones by name, retired ones in graveyard) so Close frees them all.
+// ever opened (live ones by name, retired ones in graveyard, each handle once) so Close
+// frees them all, exactly once.
 type registry struct {
 	mu        sync.RWMutex
 	byName    map[string]*Family
 	graveyard []*Family
-	maxGen    map[string]int // highest generation ever seen per name (live, retired, intent)
+	maxGen    map[string]int // highest generation ever used per name (durable: genKey)
 }
 
 func (r *registry) add(f *Family) {
@@ -125,6 +131,16 @@ func (r *registry) add(f *Family) {
 		r.byName[f.name] = f
 	}
 	r.noteGen(f.name, f.gen)
+}
+
+// retireLocked moves f from the live names to the graveyard, once; r.mu is held.
+func (r *registry) retireLocked(f *Family) {
+	if r.byName[f.name] == f {
+		delete(r.byName, f.name)
+	}
+	if !slices.Contains(r.graveyard, f) {
+		r.graveyard = append(r.graveyard, f)
+	}
 }
 
 func (r *registry) noteGen(name string, gen int) {
@@ -196,25 +212,52 @@ func (db *DB) Families() ([]string, error) {
 // *OptionsError for a bad name or option, and with an error matching
 // ErrColumnFamilyExists when the name is live. A name whose earlier generation was
 // dropped can be created at once, even while that drop is pending: the new generation
-// is a distinct RocksDB family and starts empty.
+// is a distinct RocksDB family and starts empty. Its generation is one more than any
+// the name ever had in this database, across reopens: the highest generation of each
+// name is recorded durably (a synced write) before the family is created.
 func (db *DB) CreateFamily(name string, opts FamilyOptions) (*Family, error) {
+	return db.CreateFamilyGeneration(name, 0, opts)
+}
+
+// CreateFamilyGeneration is CreateFamily with the generation chosen by the caller, for
+// a replay that must reproduce another database's generations; 0 means the next one.
+// A generation not above every generation the name has had fails with an
+// *OptionsError.
+func (db *DB) CreateFamilyGeneration(name string, gen int, opts FamilyOptions) (*Family, error) {
 	if err := ValidateFamilyName(name); err != nil {
 		return nil, err
 	}
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
+	if gen < 0 {
+		return nil, &OptionsError{Field: "generation", Value: gen, Reason: "must be 0 (the next) or positive"}
+	}
+	// ddl before the gate, as in DropFamily: the other order could wait on a read
+	// lock behind a Close queued for the write side.
+	db.ddl.Lock()
+	defer db.ddl.Unlock()
 	if err := db.enter(); err != nil {
 		return nil, err
 	}
 	defer db.leave()
 	r := &db.families
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if _, ok := r.byName[name]; ok {
+	r.mu.RLock()
+	_, live := r.byName[name]
+	top := r.maxGen[name]
+	r.mu.RUnlock()
+	if live {
 		return nil, fmt.Errorf("storage: create family %q: %w", name, ErrColumnFamilyExists)
 	}
-	gen := r.maxGen[name] + 1
+	switch {
+	case gen == 0:
+		gen = top + 1
+	case gen <= top:
+		return nil, &OptionsError{Field: "generation", Value: gen, Reason: fmt.Sprintf("must be above %d, the highest generation %q has had", top, name)}
+	}
+	if err := db.recordGeneration(name, gen); err != nil {
+		return nil, err
+	}
 	physical := physicalName(name, gen)
 	no := db.familyOptions(opts)
 	h, err := db.native.CreateColumnFamily(no, physical)
@@ -223,9 +266,19 @@ func (db *DB) CreateFamily(name string, opts FamilyOptions) (*Family, error) {
 		return nil, mapError(fmt.Sprintf("create family %q", name), err)
 	}
 	f := &Family{db: db, name: name, physical: physical, gen: gen, id: h.ID(), handle: h, nativeOpts: no, opts: opts.withDefaults()}
+	r.mu.Lock()
 	r.byName[name] = f
 	r.noteGen(name, gen)
+	r.mu.Unlock()
 	return f, nil
+}
+
+// MaxGeneration returns the highest generation name has had in this database (0 for
+// a name never created).
+func (db *DB) MaxGeneration(name string) int {
+	db.families.mu.RLock()
+	defer db.families.mu.RUnlock()
+	return db.families.maxGen[name]
 }
 
 // check verifies that f can be used with db.

@@ -33,8 +33,11 @@ func Decode(pos uint64, b []byte) (*Entry, error) {
 		return nil, corruptf(pos, "unsupported format version %d, want %d", body[0], formatVersion)
 	}
 	flags := body[1]
-	if flags&^flagFiller != 0 {
-		return nil, corruptf(pos, "unknown flag bits %#02x", flags&^flagFiller)
+	if flags&^(flagFiller|flagFamilies) != 0 {
+		return nil, corruptf(pos, "unknown flag bits %#02x", flags&^(flagFiller|flagFamilies))
+	}
+	if flags&flagFiller != 0 && flags&flagFamilies != 0 {
+		return nil, corruptf(pos, "filler entry has family operations")
 	}
 	d := decoder{b: body, off: 2}
 
@@ -132,10 +135,48 @@ func Decode(pos uint64, b []byte) (*Entry, error) {
 			}
 		}
 	}
+	if flags&flagFamilies != 0 {
+		if err := d.familyOps(pos, e); err != nil {
+			return nil, err
+		}
+	}
 	if n := d.remaining(); n != 0 {
 		return nil, corruptf(pos, "%d trailing bytes after the last write", n)
 	}
 	return e, nil
+}
+
+// familyOps decodes the family-operation section, present when flagFamilies is set.
+func (d *decoder) familyOps(pos uint64, e *Entry) error {
+	n, ok := d.uvarint()
+	if !ok {
+		return d.fail(pos, "family operation count")
+	}
+	if n == 0 {
+		return corruptf(pos, "family flag set with no family operations")
+	}
+	if n > uint64(d.remaining()/minFamilyOpSize) {
+		return corruptf(pos, "family operation count %d exceeds the %d bytes left", n, d.remaining())
+	}
+	e.Families = make([]FamilyOp, n)
+	for i := range e.Families {
+		kind, ok := d.byte()
+		if !ok {
+			return d.fail(pos, fmt.Sprintf("family operation %d kind", i))
+		}
+		if kind != familyCreate && kind != familyDrop {
+			return corruptf(pos, "family operation %d has unknown kind %d", i, kind)
+		}
+		fam, ok := d.bytes()
+		if !ok {
+			return d.fail(pos, fmt.Sprintf("family operation %d family", i))
+		}
+		if len(fam) == 0 {
+			return corruptf(pos, "family operation %d has an empty family", i)
+		}
+		e.Families[i] = FamilyOp{Family: string(fam), Drop: kind == familyDrop}
+	}
+	return nil
 }
 
 func corruptf(pos uint64, format string, args ...any) *CorruptEntryError {

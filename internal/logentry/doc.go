@@ -5,7 +5,9 @@
 // the value under an 8-byte big-endian key holding its position (see [Key]),
 // so the log iterates in position order. An entry records the commit time,
 // the events appended by the commit and the RocksDB writes (puts and
-// tombstones) it applied. A filler entry is a void entry written to fill a
+// tombstones) it applied, and the column-family creations and drops it
+// records (a family's creation or drop is an entry of its own, so a replay
+// of the log reproduces the family set). A filler entry is a void entry written to fill a
 // position whose commit failed after the position had been assigned; it has
 // no events and no writes, so the log never has holes.
 //
@@ -32,7 +34,8 @@
 //
 //	offset  field      encoding
 //	0       version    1 byte, always 0x01
-//	1       flags      1 byte: bit 0 = filler; bits 1-7 must be zero
+//	1       flags      1 byte: bit 0 = filler; bit 1 = family operations
+//	                   follow the writes (never with bit 0); bits 2-7 zero
 //	2       position   uvarint, must equal the position in the key
 //	        time       varint, commit time in Unix nanoseconds
 //	        nEvents    uvarint (0 for fillers)
@@ -47,6 +50,10 @@
 //	                     family    bytes, column family name, non-empty
 //	                     key       bytes
 //	                     value     bytes, present only when kind = 0
+//	        nFamilies  uvarint, >= 1, present only when flags bit 1 is set
+//	        families   nFamilies times:
+//	                     kind      1 byte: 0 = create, 1 = drop
+//	                     family    bytes, qualified family name, non-empty
 //	len-4   checksum   4 bytes, little-endian CRC-32C (Castagnoli) of all
 //	                   preceding bytes
 //

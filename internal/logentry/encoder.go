@@ -52,7 +52,11 @@ func NewEncoder(dst []byte, position uint64, unixNano int64, filler bool, nEvent
 		nWrites:    nWrites,
 		state:      encoderOpen,
 	}
-	e.buf = appendHeader(dst, position, unixNano, filler, nEvents)
+	var flags byte
+	if filler {
+		flags = flagFiller
+	}
+	e.buf = appendHeader(dst, position, unixNano, flags, nEvents)
 	if nEvents == 0 {
 		e.buf = binary.AppendUvarint(e.buf, uint64(nWrites))
 	}

@@ -133,6 +133,11 @@ func FuzzRoundTrip(f *testing.F) {
 				w.Delete = shape>>(9+i%7)&1 == 1
 				e.Writes = append(e.Writes, w)
 			}
+			if len(key)%3 == 0 { // about a third of the inputs record family operations
+				for i := range 1 + len(value)%3 {
+					e.Families = append(e.Families, FamilyOp{Family: family[:1+i%len(family)], Drop: i%2 == 1})
+				}
+			}
 		}
 
 		b := Append(nil, &e)

@@ -12,10 +12,14 @@ import (
 const (
 	formatVersion = 1
 
-	flagFiller = 1 << 0
+	flagFiller   = 1 << 0
+	flagFamilies = 1 << 1
 
 	kindPut    = 0
 	kindDelete = 1
+
+	familyCreate = 0
+	familyDrop   = 1
 
 	checksumSize = 4
 
@@ -28,6 +32,9 @@ const (
 	// one-byte family and an empty key (kind, family length, family, key
 	// length).
 	minWriteSize = 4
+	// minFamilyOpSize is the smallest encoding of a family operation: kind,
+	// family length and a one-byte family.
+	minFamilyOpSize = 3
 )
 
 // KeySize is the size in bytes of a log key as returned by [Key].
@@ -53,6 +60,14 @@ type Write struct {
 	Delete     bool
 }
 
+// FamilyOp is the creation or drop of one generation of a column family,
+// recorded in the log so that a replay reproduces it. Family is the
+// family's qualified name (name, or name#generation), never empty.
+type FamilyOp struct {
+	Family string
+	Drop   bool
+}
+
 // Entry is one commit-log entry.
 type Entry struct {
 	// Position is the entry's log position; it is also encoded in the
@@ -70,6 +85,9 @@ type Entry struct {
 	// Writes are the writes applied by the commit, in order. A decoded
 	// entry without writes has a nil Writes.
 	Writes []Write
+	// Families are the family creations and drops the entry records, in
+	// order. A decoded entry without any has a nil Families.
+	Families []FamilyOp
 }
 
 // ErrCorrupt matches, with errors.Is, every error reporting an undecodable
@@ -144,6 +162,12 @@ func Size(e *Entry) int {
 			n += bytesLen(len(w.Value))
 		}
 	}
+	if len(e.Families) > 0 {
+		n += uvarintLen(uint64(len(e.Families)))
+		for _, f := range e.Families {
+			n += 1 + bytesLen(len(f.Family))
+		}
+	}
 	return n
 }
 
@@ -156,15 +180,22 @@ func zigzag(x int64) uint64 {
 // nothing else; with enough spare capacity in dst it does not allocate.
 //
 // Append panics if e cannot be encoded as a valid entry, which is a
-// programming error: a filler with events or writes, or a write with an
-// empty family.
+// programming error: a filler with events, writes or family operations, or a
+// write or family operation with an empty family.
 func Append(dst []byte, e *Entry) []byte {
-	if e.Filler && (len(e.Events) != 0 || len(e.Writes) != 0) {
-		panic(fmt.Sprintf("logentry: filler entry at position %d has %d events and %d writes", e.Position, len(e.Events), len(e.Writes)))
+	if e.Filler && (len(e.Events) != 0 || len(e.Writes) != 0 || len(e.Families) != 0) {
+		panic(fmt.Sprintf("logentry: filler entry at position %d has %d events, %d writes and %d family operations", e.Position, len(e.Events), len(e.Writes), len(e.Families)))
 	}
 	dst = slices.Grow(dst, Size(e))
 	start := len(dst)
-	dst = appendHeader(dst, e.Position, e.Time, e.Filler, len(e.Events))
+	var flags byte
+	if e.Filler {
+		flags |= flagFiller
+	}
+	if len(e.Families) > 0 {
+		flags |= flagFamilies
+	}
+	dst = appendHeader(dst, e.Position, e.Time, flags, len(e.Events))
 	for i := range e.Events {
 		ev := &e.Events[i]
 		dst = appendEvent(dst, ev.ID, ev.Type, ev.Data, ev.Metadata)
@@ -174,15 +205,25 @@ func Append(dst []byte, e *Entry) []byte {
 		w := &e.Writes[i]
 		dst = appendWrite(dst, w.Family, w.Key, w.Value, w.Delete)
 	}
+	if len(e.Families) > 0 {
+		dst = binary.AppendUvarint(dst, uint64(len(e.Families)))
+		for _, f := range e.Families {
+			if f.Family == "" {
+				panic("logentry: family operation with an empty column family")
+			}
+			kind := byte(familyCreate)
+			if f.Drop {
+				kind = familyDrop
+			}
+			dst = append(dst, kind)
+			dst = appendString(dst, f.Family)
+		}
+	}
 	return appendChecksum(dst, start)
 }
 
 // appendHeader appends everything up to and including the event count.
-func appendHeader(dst []byte, position uint64, unixNano int64, filler bool, nEvents int) []byte {
-	var flags byte
-	if filler {
-		flags |= flagFiller
-	}
+func appendHeader(dst []byte, position uint64, unixNano int64, flags byte, nEvents int) []byte {
 	dst = append(dst, formatVersion, flags)
 	dst = binary.AppendUvarint(dst, position)
 	dst = binary.AppendVarint(dst, unixNano)

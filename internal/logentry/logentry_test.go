@@ -34,6 +34,8 @@ func sampleEntries() []namedEntry {
 		{"extreme", Entry{Position: math.MaxUint64, Time: math.MinInt64}},
 		{"max time", Entry{Position: 1 << 63, Time: math.MaxInt64}},
 		{"filler", Entry{Position: 300, Time: 1_700_000_000_000_000_000, Filler: true}},
+		{"family create", Entry{Position: 44, Time: 7, Families: []FamilyOp{{Family: "orders"}}}},
+		{"family drop and create", Entry{Position: 45, Time: 8, Families: []FamilyOp{{Family: "orders", Drop: true}, {Family: "orders#2"}}}},
 		{"events only", Entry{Position: 42, Time: 5, Events: []Event{
 			{ID: "evt-1", Type: "OrderPlaced", Data: []byte(`{"id":1}`), Metadata: []byte(`{"user":"a"}`)},
 			{ID: "evt-2", Type: "OrderShipped", Data: []byte(`{}`)},
@@ -87,11 +89,17 @@ func normalize(e *Entry) *Entry {
 		}
 		out.Writes = append(out.Writes, nw)
 	}
+	out.Families = append(out.Families, e.Families...)
 	return out
 }
 
-// encodeWithEncoder encodes e through an Encoder appending to dst.
+// encodeWithEncoder encodes e through an Encoder appending to dst. The Encoder
+// streams commits, which carry no family operations; an entry that records them is
+// encoded with Append, the only encoder for it.
 func encodeWithEncoder(dst []byte, e *Entry) []byte {
+	if len(e.Families) > 0 {
+		return Append(dst, e)
+	}
 	enc := NewEncoder(dst, e.Position, e.Time, e.Filler, len(e.Events), len(e.Writes))
 	for _, ev := range e.Events {
 		enc.Event(ev.ID, ev.Type, ev.Data, ev.Metadata)
@@ -306,7 +314,13 @@ func TestCorruptCases(t *testing.T) {
 		{"bad version 0", pos, with(0, 0), "version 0"},
 		{"bad version 2", pos, with(0, 2), "version 2"},
 		{"bad version 255", pos, with(0, 255), "version 255"},
-		{"unknown flag", pos, with(1, 2), "flag"},
+		{"unknown flag", pos, with(1, 4), "flag"},
+		{"filler with family flag", 5, seal(body(v, byte(3), 5, 0, 0, 0, 1, byte(0), "f")), "filler entry has family operations"},
+		{"family flag without operations", 5, seal(body(v, byte(2), 5, 0, 0, 0, 0)), "no family operations"},
+		{"family operation of unknown kind", 5, seal(body(v, byte(2), 5, 0, 0, 0, 1, byte(2), "f")), "unknown kind 2"},
+		{"family operation with empty family", 5, seal(body(v, byte(2), 5, 0, 0, 0, 1, byte(0), "", byte(0))), "empty family"},
+		{"family operation count too large", 5, seal(body(v, byte(2), 5, 0, 0, 0, 9, byte(0), "f")), "family operation count"},
+		{"family operation truncated", 5, seal(body(v, byte(2), 5, 0, 0, 0, 1, byte(1), byte(5), byte('a'), byte('b'))), "family operation 0 family"},
 		{"unknown high flag", pos, with(1, 0x81), "flag"},
 		{"bad checksum", pos, append(bytes.Clone(sampleBody), 0, 0, 0, 0), "checksum"},
 		{"filler with events", 5, seal(body(v, byte(1), 5, 0, 1, "a", "b", "", "", 0)), "filler entry has 1 events"},

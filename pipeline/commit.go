@@ -131,21 +131,35 @@ func (t *Txn) commit(ctx context.Context, sync bool) (pos uint64, err error) {
 	return pos, err
 }
 
-// claim admits the commit: it claims every family the transaction writes, so none of
-// them is dropped physically before the write. A family dropped since the writes were
-// buffered refuses the claim and the whole commit fails with a *DroppedError; nothing
-// is written and no log position is used.
+// claim admits the commit: it claims every family the transaction writes or read with
+// tracking, so none of them is dropped physically before the write. A family dropped
+// since the writes were buffered or the reads made refuses the claim and the whole
+// commit fails with a *DroppedError; nothing is written and no log position is used.
+// (A tracked read of a dropped family fails the commit because optimistic validation
+// asks whether what the transaction read still holds at commit, and a drop removed
+// every key of the family.)
 func (t *Txn) claim() ([]*storage.Family, error) {
 	var claimed []*storage.Family
-	for _, op := range t.ops {
-		if slices.Contains(claimed, op.Family) {
-			continue
+	take := func(f *storage.Family) error {
+		if slices.Contains(claimed, f) {
+			return nil
 		}
-		if err := op.Family.Claim(); err != nil {
+		if err := f.Claim(); err != nil {
 			release(claimed)
-			return nil, &DroppedError{Family: op.Family.Name()}
+			return &DroppedError{Family: f.Name()}
 		}
-		claimed = append(claimed, op.Family)
+		claimed = append(claimed, f)
+		return nil
+	}
+	for _, op := range t.ops {
+		if err := take(op.Family); err != nil {
+			return nil, err
+		}
+	}
+	for _, f := range t.readFams {
+		if err := take(f); err != nil {
+			return nil, err
+		}
 	}
 	return claimed, nil
 }
@@ -166,7 +180,7 @@ func (t *Txn) record() *validators.Commit {
 		Writes:    t.writes,
 		Ops:       t.ops,
 		Batch:     t.batch,
-		HasEvents: len(t.events) > 0,
+		HasRecord: len(t.events) > 0,
 		Entry:     t.encodeEntry,
 	}
 }

@@ -59,7 +59,11 @@ type DB struct {
 
 	metrics *metrics
 
-	replayGens map[string]int // source generation replayed per family name (Replay)
+	// familyMu serialises family creation and drop, each a storage change plus its log
+	// entry, so the log orders them as they happened.
+	familyMu sync.Mutex
+	// truncMu serialises TruncateLog.
+	truncMu sync.Mutex
 
 	subscriptions
 }
@@ -68,12 +72,22 @@ type DB struct {
 // anything is created: a bad field returns a *ConfigError and leaves no file behind.
 // Open repairs what a crash can leave: a log position whose commit never landed is
 // filled, so the log is dense.
-func Open(dir string, cfg Config) (*DB, error) {
+func Open(dir string, cfg Config) (*DB, error) { return open(dir, cfg, true) }
+
+// open is Open; createFamilies false leaves the families Config names uncreated (for
+// Rebuild, where the log creates them).
+func open(dir string, cfg Config, createFamilies bool) (*DB, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
-	st, err := storage.Open(dir, cfg.storageOptions())
+	so := cfg.storageOptions()
+	if !createFamilies {
+		for n := range cfg.Families {
+			delete(so.Families, n)
+		}
+	}
+	st, err := storage.Open(dir, so)
 	if err != nil {
 		return nil, closedErr(err)
 	}
@@ -127,6 +141,10 @@ func Open(dir string, cfg Config) (*DB, error) {
 		db.lanes.Close()
 		st.Close()
 		return nil, fmt.Errorf("rockline: metrics: %w", err)
+	}
+	if err := db.reconcileFamilies(); err != nil {
+		db.Close()
+		return nil, err
 	}
 	return db, nil
 }

@@ -34,9 +34,13 @@
 //
 // # The log and streams
 //
-// Every commit gets one log entry holding its events (AddEvents) and its write set, so
-// the log alone can rebuild every family (Rebuild, Replay). ReadLog and LogIterator
-// return published entries only; Subscribe catches up from the log and then follows
+// Every commit gets one log entry holding its events (AddEvents) and its write set, and
+// every family creation and drop gets an entry of its own naming the generation, so
+// the log alone can rebuild every family with its generations (Rebuild, Replay). Replay
+// holds the database alone: while it runs no transaction can begin. ReadLog and
+// LogIterator return published entries only, deliver the intact entries before a
+// corrupt one, and report positions removed by a concurrent TruncateLog as
+// ErrLogTruncated; Subscribe catches up from the log and then follows
 // publication, and never slows a writer. Streams (Append, ReadStream) sit on the same
 // path: a stream's head is read and written through the transaction, so two appends
 // that expect the same revision conflict and exactly one wins; the loser gets a
@@ -46,9 +50,14 @@
 //
 // DropColumnFamily returns at once; commits admitted before it complete, and RocksDB
 // drops the family when the last of them releases it, or at the next Open after a
-// crash. Close stops admitting commits, drains the lanes, waits for subscriptions and
-// CommitSync calls, performs pending drops, and frees every native handle; in-flight
-// commits either finish or fail with ErrClosed.
+// crash. A commit that read a dropped family with tracking fails like one that writes
+// it: what it read no longer holds. Close stops admitting commits, drains the lanes,
+// waits for subscriptions and CommitSync calls, performs pending drops, and frees every
+// native handle; in-flight commits either finish or fail with ErrClosed. A drop that a
+// commit still held at Close is reported as ErrDropPending and completed by the next
+// Open. Open also makes the log agree with the families on disk after a crash between
+// a family change and its log entry (the change is durable first; its entry is written
+// then).
 //
 // # What was chosen where the design is silent
 //

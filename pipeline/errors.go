@@ -22,6 +22,16 @@ var (
 	ErrStopped = validators.ErrStopped
 	// ErrNotFound: the key does not exist.
 	ErrNotFound = storage.ErrNotFound
+	// ErrReplaying is returned by Begin (through the transaction's calls),
+	// CreateColumnFamily and DropColumnFamily while a Replay holds the database alone.
+	ErrReplaying = validators.ErrReplaying
+	// ErrNotExclusive is returned by Replay while transactions are open or commits are
+	// in flight.
+	ErrNotExclusive = validators.ErrNotExclusive
+	// ErrDropPending is matched by the *storage.DropPendingError Close returns for a
+	// family drop that a commit's claim kept from running before Close; the next Open
+	// completes it.
+	ErrDropPending = storage.ErrDropPending
 	// ErrClosed: the database is closed or closing.
 	ErrClosed = errors.New("rockline: database closed")
 	// ErrTxnDone: the transaction was already committed or discarded.

@@ -1,17 +1,21 @@
 package pipeline
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/rockline/rockline/tracing"
-
+	"github.com/rockline/rockline/internal/logentry"
 	"github.com/rockline/rockline/storage"
+	"github.com/rockline/rockline/tracing"
+	"github.com/rockline/rockline/validators"
 )
 
 // ColumnFamily is a handle on one generation of a column family. It stays valid until
@@ -33,6 +37,9 @@ func (db *DB) wrap(f *storage.Family) *ColumnFamily { return &ColumnFamily{db: d
 // CreateColumnFamily creates a family with the options Config.Families gives its name
 // (or Config.FamilyDefaults). It fails with ErrColumnFamilyExists for a live name and
 // with an *ArgumentError for an empty, over-long or reserved ("rockline." prefix) name.
+// The creation is a log entry of its own (LogEntry.Families), durable before the call
+// returns, so Replay and Rebuild reproduce it. A name dropped earlier gets a new
+// generation, above every one it had, also across reopens.
 func (db *DB) CreateColumnFamily(name string) (*ColumnFamily, error) {
 	if err := checkFamilyName("CreateColumnFamily", name); err != nil {
 		return nil, err
@@ -41,8 +48,27 @@ func (db *DB) CreateColumnFamily(name string) (*ColumnFamily, error) {
 	if !ok {
 		opts = db.cfg.FamilyDefaults
 	}
+	db.familyMu.Lock()
+	defer db.familyMu.Unlock()
+	if err := db.enter(); err != nil {
+		return nil, err
+	}
+	defer db.leave()
+	readPos, err := db.seq.Acquire() // fails while a Replay holds the database
+	if err != nil {
+		return nil, err
+	}
+	defer db.seq.Release(readPos)
 	f, err := db.store.CreateFamily(name, opts)
 	if err != nil {
+		return nil, closedErr(err)
+	}
+	if err := db.recordFamily(readPos, f.QualifiedName(), false); err != nil {
+		// Not created as far as the log knows: take the family back. Should that
+		// fail too, the next Open records the creation (see reconcileFamilies).
+		if derr := db.store.DropFamily(name); derr != nil {
+			err = errors.Join(err, derr)
+		}
 		return nil, closedErr(err)
 	}
 	return db.wrap(f), nil
@@ -88,13 +114,14 @@ func (db *DB) ColumnFamilies() ([]string, error) {
 
 // DropColumnFamily drops the family and returns without waiting for commits already
 // admitted that write to it: they complete normally. From the call on, new writes to
-// the family and commits that buffered writes to it before the drop fail whole with
-// ErrColumnFamilyDropped (a *DroppedError naming it), and the name can be created
-// again at once as a new, empty family. The drop is recorded durably before the call
-// returns; the physical RocksDB drop runs exactly once, when the last admitted commit
-// releases the family (a crash in between is completed by the next Open). Reads and
-// iterators already open on the old family keep working. The default family and
-// rockline's own families cannot be dropped (*ArgumentError). The span
+// the family and commits that buffered writes to it (or read it with tracking) before
+// the drop fail whole with ErrColumnFamilyDropped (a *DroppedError naming it), and the
+// name can be created again at once as a new, empty family. The drop is a log entry of
+// its own (LogEntry.Families), durable before the call returns, so Replay and Rebuild
+// reproduce it; the physical RocksDB drop runs exactly once, when the last admitted
+// commit releases the family (a crash in between is completed by the next Open).
+// Reads and iterators already open on the old family keep working. The default family
+// and rockline's own families cannot be dropped (*ArgumentError). The span
 // rockline.cf.drop covers the call up to the physical drop.
 func (db *DB) DropColumnFamily(name string) error {
 	if name == storage.DefaultFamily {
@@ -105,7 +132,7 @@ func (db *DB) DropColumnFamily(name string) error {
 	}
 	start := time.Now()
 	_, span := db.tracer.Start(context.Background(), tracing.SpanDropCF, trace.WithAttributes(tracing.AttrFamily.String(name)))
-	err := db.store.DropFamily(name, func(err error) {
+	err := db.dropFamily(name, func(err error) {
 		span.SetAttributes(tracing.AttrDropWaitMillis.Float64(float64(time.Since(start).Microseconds()) / 1000))
 		if err != nil {
 			span.SetStatus(codes.Error, err.Error())
@@ -117,6 +144,135 @@ func (db *DB) DropColumnFamily(name string) error {
 		span.SetAttributes(tracing.AttrErrorType.String(errorType(err)))
 		span.End()
 		return closedErr(err)
+	}
+	return nil
+}
+
+// dropFamily makes the drop durable (storage's intent), records it in the log and
+// retires the family. Should the log entry fail to be written, the drop still happens
+// and the next Open writes its entry (see reconcileFamilies).
+func (db *DB) dropFamily(name string, done func(error)) error {
+	db.familyMu.Lock()
+	defer db.familyMu.Unlock()
+	if err := db.enter(); err != nil {
+		return err
+	}
+	defer db.leave()
+	readPos, err := db.seq.Acquire() // fails while a Replay holds the database
+	if err != nil {
+		return err
+	}
+	defer db.seq.Release(readPos)
+	return db.store.DropFamilyWith(name, func(f *storage.Family) error {
+		return db.recordFamily(readPos, f.QualifiedName(), true)
+	}, done)
+}
+
+// recordFamily commits the log entry of the creation (or drop) of the family generation
+// named qualified through the validator, so
+// it takes the next dense position like any commit. The entry also writes (or deletes)
+// its marker in the streams family, which says the log holds its creation and not yet
+// its drop. The entry is as durable as a commit (Config.Sync, Config.DisableWAL): the
+// family change itself is durable before the entry is written (RocksDB's manifest for a
+// creation, storage's synced intent for a drop), and an entry lost to a crash is
+// written again by the next Open (reconcileFamilies). The caller holds familyMu, the
+// gate and a read position.
+func (db *DB) recordFamily(readPos uint64, qualified string, drop bool) error {
+	streams := db.streamsCF.f
+	marker := familyMarker(qualified)
+	c := &validators.Commit{
+		ReadPos:   readPos,
+		Batch:     storage.NewBatch(),
+		HasRecord: true,
+		Entry: func(b *storage.Batch, dst []byte, pos uint64, unixNano int64) ([]byte, error) {
+			w := logentry.Write{Family: streams.QualifiedName(), Key: marker, Delete: drop}
+			var err error
+			if drop {
+				err = b.Delete(streams, marker)
+			} else {
+				w.Value = []byte{1}
+				err = b.Put(streams, marker, w.Value)
+			}
+			if err != nil {
+				return nil, err
+			}
+			e := logentry.Entry{Position: pos, Time: unixNano, Writes: []logentry.Write{w},
+				Families: []logentry.FamilyOp{{Family: qualified, Drop: drop}}}
+			return logentry.Append(dst, &e), nil
+		},
+	}
+	pos, err := db.validate(context.Background(), c)
+	if err != nil {
+		return err
+	}
+	return db.seq.Wait(pos)
+}
+
+// familyMarker is the streams-family key that says a family generation's creation is
+// in the log.
+func familyMarker(qualified string) []byte { return append([]byte("mfamily/"), qualified...) }
+
+// familyMarkerPrefix starts every family marker.
+var familyMarkerPrefix = familyMarker("")
+
+// reconcileFamilies, at Open, makes the log agree with the families on disk: a live
+// family without a marker (a crash between creating it and writing its entry, or a
+// database written before creations were recorded) gets its creation entry, and a
+// marker whose family is gone (a crash after the drop was made durable, before its entry
+// was) gets the drop entry. Either entry lands after every write a replay must route
+// by it: no commit wrote to the family after it was created without an entry, and none
+// wrote to a dropped one after its (lost) entry, since later commits were lost with it.
+func (db *DB) reconcileFamilies() error {
+	names, err := db.ColumnFamilies()
+	if err != nil {
+		return err
+	}
+	marked := make(map[string]bool)
+	it, err := db.store.NewIterator(db.streamsCF.f, storage.IterOptions{Lower: familyMarkerPrefix, Upper: append(bytes.Clone(familyMarkerPrefix[:len(familyMarkerPrefix)-1]), '/'+1)})
+	if err != nil {
+		return err
+	}
+	for it.First(); it.Valid(); it.Next() {
+		k, _, err := it.Item()
+		if err != nil {
+			it.Close()
+			return err
+		}
+		marked[string(k[len(familyMarkerPrefix):])] = true
+	}
+	err = it.Err()
+	it.Close()
+	if err != nil {
+		return err
+	}
+	record := func(qualified string, drop bool) error {
+		readPos, err := db.seq.Acquire()
+		if err != nil {
+			return err
+		}
+		defer db.seq.Release(readPos)
+		return db.recordFamily(readPos, qualified, drop)
+	}
+	for _, n := range names {
+		if n == storage.DefaultFamily {
+			continue
+		}
+		f, err := db.store.Family(n)
+		if err != nil {
+			return err
+		}
+		if marked[f.QualifiedName()] {
+			delete(marked, f.QualifiedName())
+			continue
+		}
+		if err := record(f.QualifiedName(), false); err != nil {
+			return fmt.Errorf("rockline: record the creation of family %q: %w", n, err)
+		}
+	}
+	for _, q := range slices.Sorted(maps.Keys(marked)) {
+		if err := record(q, true); err != nil {
+			return fmt.Errorf("rockline: record the drop of family %q: %w", q, err)
+		}
 	}
 	return nil
 }

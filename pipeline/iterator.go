@@ -47,6 +47,7 @@ func (t *Txn) NewIterator(cf *ColumnFamily, o IterOptions) (*Iterator, error) {
 	if err != nil {
 		return nil, closedErr(err)
 	}
+	t.noteRead(f) // the keys it returns are tracked reads
 	latest := make(map[string]int)
 	var own []ownEntry
 	for _, op := range t.ops {
@@ -102,9 +103,14 @@ func (it *Iterator) settle() {
 		return
 	}
 	for {
-		var bk []byte
+		var bk, bv []byte
 		if it.base.Valid() {
-			bk = it.base.Key()
+			k, v, err := it.base.Item() // ErrClosed, not an empty key, when Close races
+			if err != nil {
+				it.valid, it.key, it.value, it.err = false, nil, nil, closedErr(err)
+				return
+			}
+			bk, bv = k, v
 		}
 		var oe *ownEntry
 		if it.oi < len(it.own) {
@@ -127,7 +133,7 @@ func (it *Iterator) settle() {
 			}
 			it.key, it.value = bytes.Clone(oe.key), bytes.Clone(oe.value)
 		default:
-			it.key, it.value = bk, it.base.Value()
+			it.key, it.value = bk, bv
 		}
 		it.valid = true
 		it.txn.reads = append(it.txn.reads, it.txn.db.fp.Of(it.f.ID(), it.key))

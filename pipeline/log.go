@@ -11,13 +11,16 @@ import (
 
 // LogEntry is one published commit: its dense position, commit time, the events the
 // transaction carried and its write set. A Filler entry marks a position whose commit
-// failed after the position was assigned; it has no events and no writes.
+// failed after the position was assigned; it has no events and no writes. An entry
+// with Families records the creation or drop of a column family (CreateColumnFamily,
+// DropColumnFamily) at that point of the log, so a replay reproduces the family set.
 type LogEntry struct {
 	Position uint64
 	Time     time.Time
 	Filler   bool
 	Events   []Event
 	Writes   []LogWrite
+	Families []FamilyChange
 }
 
 // LogWrite is one write of a commit: a put of Value, or a Delete, of Key in the given
@@ -29,6 +32,14 @@ type LogWrite struct {
 	Key        []byte
 	Value      []byte
 	Delete     bool
+}
+
+// FamilyChange is the creation, or with Dropped the drop, of one generation of a
+// column family. Generations of a name only grow, across reopens too.
+type FamilyChange struct {
+	Family     string
+	Generation int
+	Dropped    bool
 }
 
 // CorruptEntryError reports a log entry that does not decode (bad checksum, truncated,
@@ -46,7 +57,11 @@ const maxReadLimit = 1 << 20
 
 // ReadLog returns up to limit published entries with positions from, from+1, ... (from
 // 0 means 1). It never returns a gap or an entry that is not yet published: every
-// entry's data is readable when it is returned. limit must be 1..1<<20.
+// entry's data is readable when it is returned. limit must be 1..1<<20. Positions
+// removed by TruncateLog, also by one that runs concurrently, fail with
+// ErrLogTruncated. An entry that does not decode ends the read: ReadLog returns the
+// intact entries before it together with the *CorruptEntryError. After Close began it
+// fails with ErrClosed.
 func (db *DB) ReadLog(from uint64, limit int) ([]LogEntry, error) {
 	if limit < 1 || limit > maxReadLimit {
 		return nil, &ArgumentError{Op: "ReadLog", Arg: "limit", Reason: fmt.Sprintf("%d is not between 1 and %d", limit, maxReadLimit)}
@@ -57,8 +72,8 @@ func (db *DB) ReadLog(from uint64, limit int) ([]LogEntry, error) {
 	if from == 0 {
 		from = 1
 	}
-	if t := db.truncated.Load(); from < t {
-		return nil, fmt.Errorf("%w: position %d, first kept %d", ErrLogTruncated, from, t)
+	if err := db.checkTruncated(from); err != nil {
+		return nil, err
 	}
 	last := db.seq.Published()
 	if from > last {
@@ -73,31 +88,61 @@ func (db *DB) ReadLog(from uint64, limit int) ([]LogEntry, error) {
 	out := make([]LogEntry, 0, upto-from+1)
 	want := from
 	for it.First(); it.Valid(); it.Next() {
-		pos, err := logentry.ParseKey(it.Key())
+		k, v, err := it.Item() // ErrClosed, not an empty key, when Close races
 		if err != nil {
-			return nil, err
+			return out, closedErr(err)
+		}
+		pos, err := logentry.ParseKey(k)
+		if err != nil {
+			return out, err
 		}
 		if pos != want {
-			return nil, fmt.Errorf("rockline: log gap: position %d missing below published %d", want, last)
+			return out, db.gapError(want, last)
 		}
-		e, err := decodeEntry(pos, it.Value())
+		e, err := decodeEntry(pos, v)
 		if err != nil {
-			return nil, err
+			return out, err
 		}
 		out = append(out, e)
 		want++
 	}
 	if err := it.Err(); err != nil {
-		return nil, closedErr(err)
+		return out, closedErr(err)
 	}
 	if want != upto+1 {
-		return nil, fmt.Errorf("rockline: log gap: position %d missing below published %d", want, last)
+		return out, db.gapError(want, last)
 	}
 	return out, nil
 }
 
-// Entry returns the published log entry at pos.
+// checkTruncated fails with ErrLogTruncated when pos was removed by TruncateLog.
+func (db *DB) checkTruncated(pos uint64) error {
+	if t := db.truncated.Load(); pos < t {
+		return fmt.Errorf("%w: position %d, first kept %d", ErrLogTruncated, pos, t)
+	}
+	return nil
+}
+
+// gapError explains a published position missing from the log: a TruncateLog that
+// removed it after ReadLog began (ErrLogTruncated, as if it had been removed before), a
+// Close that cut the read short (ErrClosed), or else a damaged log (*CorruptEntryError).
+func (db *DB) gapError(missing, published uint64) error {
+	if err := db.checkTruncated(missing); err != nil {
+		return err
+	}
+	if db.closing.Load() {
+		return ErrClosed
+	}
+	return &CorruptEntryError{Position: missing, Reason: fmt.Sprintf("missing below the published position %d", published)}
+}
+
+// Entry returns the published log entry at pos (1 or more: position 0 holds no entry
+// and is refused with an *ArgumentError), ErrNotFound for a position not yet
+// published, or ReadLog's errors.
 func (db *DB) Entry(pos uint64) (LogEntry, error) {
+	if pos == 0 {
+		return LogEntry{}, &ArgumentError{Op: "Entry", Arg: "pos", Reason: "0 is not a log position (the log starts at 1)"}
+	}
 	es, err := db.ReadLog(pos, 1)
 	if err != nil {
 		return LogEntry{}, err
@@ -128,6 +173,13 @@ func decodeEntry(pos uint64, raw []byte) (LogEntry, error) {
 			out.Writes[i] = LogWrite{Family: name, Generation: gen, Key: w.Key, Value: w.Value, Delete: w.Delete}
 		}
 	}
+	if len(e.Families) > 0 {
+		out.Families = make([]FamilyChange, len(e.Families))
+		for i, f := range e.Families {
+			name, gen := storage.ParseQualifiedName(f.Family)
+			out.Families[i] = FamilyChange{Family: name, Generation: gen, Dropped: f.Drop}
+		}
+	}
 	return out, nil
 }
 
@@ -138,7 +190,10 @@ type LogIterator struct {
 	next uint64
 	page []LogEntry
 	cur  LogEntry
-	err  error
+	// pending is the error that ended the last page read, reported (as err) once the
+	// entries read before it are delivered.
+	pending error
+	err     error
 }
 
 // LogIterator returns an iterator over the published log from position from.
@@ -150,14 +205,17 @@ func (db *DB) LogIterator(from uint64) *LogIterator {
 }
 
 // Next advances to the next published entry; false at the end of what is published or
-// on error (see Err).
+// on error (see Err). Entries before a corrupt one are delivered first.
 func (it *LogIterator) Next() bool {
 	if it.err != nil {
 		return false
 	}
 	if len(it.page) == 0 {
-		it.page, it.err = it.db.ReadLog(it.next, 256)
-		if it.err != nil || len(it.page) == 0 {
+		if it.pending == nil {
+			it.page, it.pending = it.db.ReadLog(it.next, 256)
+		}
+		if len(it.page) == 0 {
+			it.err = it.pending
 			return false
 		}
 	}
@@ -169,5 +227,6 @@ func (it *LogIterator) Next() bool {
 // Entry returns the current entry.
 func (it *LogIterator) Entry() LogEntry { return it.cur }
 
-// Err returns the error that stopped the iterator, if any.
+// Err returns the error that stopped the iterator, if any. It is set once Next has
+// returned false.
 func (it *LogIterator) Err() error { return it.err }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 
 	"github.com/rockline/rockline/internal/logentry"
 	"github.com/rockline/rockline/storage"
@@ -12,30 +11,64 @@ import (
 
 // Replay applies log entries to db as if they had been committed here, in order: each
 // entry's writes and the entry itself land in one batch at the entry's own position,
-// which must be LastPosition()+1. A write to a generation of a family that db has not
-// seen replaces db's family of that name with a new, empty one first, so a family
-// dropped and re-created in the source is dropped and re-created here too. Replay
-// bypasses conflict validation, so it needs the database alone: it fails with an
-// error while transactions are open or commits are in flight. It is how a checkpoint
-// is brought up to date and how Rebuild recreates a database from a log.
+// which must be LastPosition()+1. Family creations and drops recorded in the entries
+// (LogEntry.Families) are carried out here with the source's generations, so a family
+// dropped and re-created in the source is dropped and re-created here too, and a
+// write to a generation that was dropped (a commit admitted before its drop) is
+// skipped, as the source's live state never shows it. Replay bypasses conflict
+// validation, so it takes the database alone before it changes anything: it fails
+// with an error matching ErrNotExclusive while transactions are open or commits are in
+// flight, and while it runs Begin, CreateColumnFamily and DropColumnFamily fail with
+// ErrReplaying. It is how a checkpoint is brought up to date and how Rebuild
+// recreates a database from a log.
 func (db *DB) Replay(ctx context.Context, entries []LogEntry) error {
 	if err := db.enter(); err != nil {
 		return err
 	}
 	defer db.leave()
-	for _, e := range entries {
-		if err := ctx.Err(); err != nil {
+	return db.seq.Exclusive(func() error {
+		for _, e := range entries {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			// Checked here, not only by the sequencer: position 0 would wrap its counter.
+			if next := db.seq.Published() + 1; e.Position != next {
+				return &ArgumentError{Op: "Replay", Arg: "entries", Reason: fmt.Sprintf("position %d is not next (LastPosition()+1 = %d)", e.Position, next)}
+			}
+			if err := db.replayEntry(e); err != nil {
+				return fmt.Errorf("rockline: replay position %d: %w", e.Position, err)
+			}
+		}
+		return nil
+	})
+}
+
+// replayEntry applies one entry inside Replay: its family creations first, then its
+// writes and the entry in one batch; when the entry drops a family, the batch is
+// written between the drop's durable intent and the family's retirement, as
+// DropColumnFamily writes its own entry.
+func (db *DB) replayEntry(e LogEntry) error {
+	var drop *FamilyChange
+	for i, fc := range e.Families {
+		if err := checkReplayFamily(fc.Family, fc.Generation); err != nil {
 			return err
 		}
-		// Checked here, not only by the sequencer: position 0 would wrap its counter.
-		if next := db.seq.Published() + 1; e.Position != next {
-			return &ArgumentError{Op: "Replay", Arg: "entries", Reason: fmt.Sprintf("position %d is not next (LastPosition()+1 = %d)", e.Position, next)}
+		switch {
+		case !fc.Dropped:
+			if err := db.replayCreate(fc.Family, fc.Generation); err != nil {
+				return err
+			}
+		case drop != nil:
+			return &ArgumentError{Op: "Replay", Arg: "entries", Reason: fmt.Sprintf("position %d drops more than one family", e.Position)}
+		default:
+			drop = &e.Families[i]
 		}
-		b := storage.NewBatch()
+	}
+	write := func(b *storage.Batch) error {
 		for i, w := range e.Writes {
 			f, err := db.replayFamily(w.Family, w.Generation)
 			if err != nil {
-				return fmt.Errorf("rockline: replay position %d write %d: %w", e.Position, i, err)
+				return fmt.Errorf("write %d: %w", i, err)
 			}
 			if f == nil {
 				continue // a late write to a generation the source had already dropped
@@ -46,63 +79,95 @@ func (db *DB) Replay(ctx context.Context, entries []LogEntry) error {
 				err = b.Put(f, w.Key, w.Value)
 			}
 			if err != nil {
-				return fmt.Errorf("rockline: replay position %d write %d: %w", e.Position, i, err)
+				return fmt.Errorf("write %d: %w", i, err)
 			}
 		}
 		raw := logentry.Append(nil, toInternal(e))
 		if err := b.Put(db.log, logentry.Key(e.Position), raw); err != nil {
 			return err
 		}
-		if err := db.seq.Replay(e.Position, func() error { return db.store.Write(b) }); err != nil {
-			return fmt.Errorf("rockline: replay position %d: %w", e.Position, err)
+		return db.seq.Replay(e.Position, func() error { return db.store.Write(b) })
+	}
+	if drop != nil {
+		if f, err := db.store.Family(drop.Family); err == nil && f.Generation() == drop.Generation {
+			return db.store.DropFamilyWith(drop.Family, func(*storage.Family) error {
+				return write(storage.NewBatch())
+			})
 		}
+	}
+	return write(storage.NewBatch())
+}
+
+func checkReplayFamily(name string, gen int) error {
+	if err := checkFamilyName("Replay", name); err != nil {
+		return err
+	}
+	if name == storage.DefaultFamily || gen < 1 {
+		return &ArgumentError{Op: "Replay", Arg: "family change", Reason: fmt.Sprintf("%q generation %d cannot be created or dropped", name, gen)}
 	}
 	return nil
 }
 
-// replayFamily returns db's family for the source's generation gen of name, creating
-// it (and retiring an older generation) on first sight. A family db already had before
-// replaying it (the default family, or any family of a database opened from a
-// checkpoint) stands for its own generation of the source. It returns nil for a
-// generation older than the one in use: a commit admitted before the source dropped
-// that generation can land in the log after writes to the next one, and such a write
-// is not part of the source's live state, so it must be skipped, not allowed to
-// replace the newer generation.
+// replayCreate creates generation gen of name, unless db has it already (a checkpoint
+// taken after the creation) or had it (it was dropped since). A live older
+// generation is dropped first.
+func (db *DB) replayCreate(name string, gen int) error {
+	f, err := db.store.Family(name)
+	switch {
+	case err == nil && f.Generation() >= gen:
+		return nil
+	case err != nil && !errors.Is(err, storage.ErrColumnFamilyNotFound):
+		return err
+	case gen <= db.store.MaxGeneration(name):
+		return nil
+	case err == nil:
+		if err := db.store.DropFamily(name); err != nil {
+			return err
+		}
+	}
+	_, err = db.store.CreateFamilyGeneration(name, gen, db.familyOptions(name))
+	return err
+}
+
+// replayFamily returns db's family for the source's generation gen of name. It returns
+// nil for a generation older than the live one, or one dropped here: a commit admitted
+// before the source dropped that generation can land in the log after its drop, and
+// such a write is not part of the source's live state, so it is skipped. A generation
+// the log never announced (a log written before family changes were recorded) is
+// created on first sight, replacing an older live generation.
 func (db *DB) replayFamily(name string, gen int) (*storage.Family, error) {
 	if name == streamsFamily {
 		return db.streamsCF.f, nil
 	}
-	if name == logFamily || isReserved(name) {
+	if isReserved(name) {
 		return nil, &ArgumentError{Op: "Replay", Arg: "write family", Reason: fmt.Sprintf("%q is reserved", name)}
 	}
-	if db.replayGens == nil {
-		db.replayGens = make(map[string]int)
+	if err := checkFamilyName("Replay", name); err != nil {
+		return nil, err
 	}
 	f, err := db.store.Family(name)
-	if err != nil && !errors.Is(err, storage.ErrColumnFamilyNotFound) {
-		return nil, err
-	}
-	seen, ok := db.replayGens[name]
-	if !ok && err == nil {
-		seen = f.Generation()
-	}
 	switch {
-	case err == nil && seen == gen:
-		db.replayGens[name] = gen
+	case err == nil && f.Generation() == gen:
 		return f, nil
-	case gen < seen:
+	case err == nil && f.Generation() > gen:
 		return nil, nil
-	case err == nil:
-		if err := db.store.DropFamily(name); err != nil {
-			return nil, err
-		}
+	case err != nil && !errors.Is(err, storage.ErrColumnFamilyNotFound):
+		return nil, err
+	case gen <= db.store.MaxGeneration(name):
+		return nil, nil
 	}
-	c, err := db.CreateColumnFamily(name)
-	if err != nil {
+	if err := db.replayCreate(name, gen); err != nil {
 		return nil, err
 	}
-	db.replayGens[name] = gen
-	return c.f, nil
+	return db.store.Family(name)
+}
+
+// familyOptions returns the options Config gives a family name.
+func (db *DB) familyOptions(name string) storage.FamilyOptions {
+	if o, ok := db.cfg.Families[name]; ok {
+		return o
+	}
+	return db.cfg.FamilyDefaults
 }
 
 func toInternal(e LogEntry) *logentry.Entry {
@@ -111,26 +176,26 @@ func toInternal(e LogEntry) *logentry.Entry {
 		out.Events = append(out.Events, logentry.Event{ID: ev.ID, Type: ev.Type, Data: ev.Data, Metadata: ev.Metadata})
 	}
 	for _, w := range e.Writes {
-		q := w.Family
-		if w.Generation > 1 {
-			q = fmt.Sprintf("%s#%d", w.Family, w.Generation)
-		}
-		out.Writes = append(out.Writes, logentry.Write{Family: q, Key: w.Key, Value: w.Value, Delete: w.Delete})
+		out.Writes = append(out.Writes, logentry.Write{Family: storage.QualifiedName(w.Family, w.Generation), Key: w.Key, Value: w.Value, Delete: w.Delete})
+	}
+	for _, f := range e.Families {
+		out.Families = append(out.Families, logentry.FamilyOp{Family: storage.QualifiedName(f.Family, f.Generation), Drop: f.Dropped})
 	}
 	return out
 }
 
 // Rebuild recreates the database from its log alone into a new database in dir
-// (opened with cfg), replaying every entry; afterwards the new database's families and
-// their contents equal this one's, and its log is identical. The log must not have
-// been truncated (use Checkpoint and Replay for that). Rebuild reads published
-// entries while commits may go on; the result holds the log as of the moment it read
-// the last page.
+// (opened with cfg, whose Families give options but are not created: the log says
+// which families exist), replaying every entry; afterwards the new database's families
+// (with their generations) and their contents equal this one's, and its log is
+// identical. The log must not have been truncated (use Checkpoint and Replay for
+// that). Rebuild reads published entries while commits may go on; the result holds the
+// log as of the moment it read the last page.
 func (db *DB) Rebuild(ctx context.Context, dir string, cfg Config) (*DB, error) {
 	if db.truncated.Load() > 1 {
 		return nil, fmt.Errorf("%w: rebuild needs the whole log", ErrLogTruncated)
 	}
-	dst, err := Open(dir, cfg)
+	dst, err := open(dir, cfg, false)
 	if err != nil {
 		return nil, err
 	}
@@ -162,49 +227,5 @@ func (db *DB) Rebuild(ctx context.Context, dir string, cfg Config) (*DB, error) 
 		dst.Close()
 		return nil, err
 	}
-	if err := dst.matchFamilies(db); err != nil {
-		dst.Close()
-		return nil, err
-	}
 	return dst, nil
-}
-
-// matchFamilies drops from dst the families src no longer has, and replaces those whose
-// live generation in src never received a write (so the log never named it).
-func (dst *DB) matchFamilies(src *DB) error {
-	srcNames, err := src.ColumnFamilies()
-	if err != nil {
-		return err
-	}
-	dstNames, err := dst.ColumnFamilies()
-	if err != nil {
-		return err
-	}
-	for _, n := range dstNames {
-		if !slices.Contains(srcNames, n) {
-			if err := dst.DropColumnFamily(n); err != nil {
-				return err
-			}
-		}
-	}
-	for _, n := range srcNames {
-		f, err := src.store.Family(n)
-		if err != nil {
-			return err
-		}
-		if dst.replayGens[n] == f.Generation() {
-			continue
-		}
-		if slices.Contains(dstNames, n) && n != storage.DefaultFamily {
-			if err := dst.DropColumnFamily(n); err != nil {
-				return err
-			}
-		}
-		if n != storage.DefaultFamily {
-			if _, err := dst.CreateColumnFamily(n); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
 }

@@ -65,6 +65,9 @@ func (db *DB) Checkpoint(dir string) (uint64, error) {
 	if db.closing.Load() {
 		return 0, ErrClosed
 	}
+	// No family is half created or dropped (changed but not yet in the log) in the copy.
+	db.familyMu.Lock()
+	defer db.familyMu.Unlock()
 	var covered uint64
 	err := db.seq.Quiesce(func(assigned uint64) error {
 		covered = assigned
@@ -90,12 +93,17 @@ func (db *DB) Checkpoint(dir string) (uint64, error) {
 
 // TruncateLog removes log entries below position before, which a checkpoint must cover
 // (before-1 <= the highest position a Checkpoint returned); otherwise it fails with
-// ErrNotCheckpointed. Reads of removed positions then fail with ErrLogTruncated. Stream
-// events whose entries were removed can no longer be read.
+// ErrNotCheckpointed. Reads of removed positions then fail with ErrLogTruncated, also
+// reads that began before the call. Stream events whose entries were removed can no
+// longer be read. Concurrent calls are serialised; the largest before wins.
 func (db *DB) TruncateLog(before uint64) error {
 	if db.closing.Load() {
 		return ErrClosed
 	}
+	// Concurrent calls run one at a time, so the marker never ends below what a
+	// larger truncation deleted.
+	db.truncMu.Lock()
+	defer db.truncMu.Unlock()
 	covered, err := db.metaUint(metaCheckpointed)
 	if err != nil {
 		return err

@@ -304,8 +304,11 @@ func (db *DB) readStream(stream string, from uint64, limit int, backward bool) (
 	}
 	newest := uint64(0)
 	for valid(); it.Valid() && len(refs) < limit; next() {
-		k := it.Key()
-		pos, idx, _, err := parseEventValue(it.Value())
+		k, v, err := it.Item() // ErrClosed, not an empty record, when Close races
+		if err != nil {
+			return nil, closedErr(err)
+		}
+		pos, idx, _, err := parseEventValue(v)
 		if err != nil {
 			return nil, err
 		}

@@ -94,13 +94,8 @@ func (db *DB) follow(ctx context.Context, s *Subscription, handler func(LogEntry
 			if live && last-pos > o.behind {
 				setLive(false)
 			}
+			// Entries read before an error (a corrupt entry) are delivered first.
 			entries, err := db.ReadLog(pos+1, int(min(uint64(o.page), last-pos)))
-			if err != nil {
-				if errors.Is(err, ErrClosed) || db.closing.Load() {
-					return ErrClosed
-				}
-				return err
-			}
 			for _, e := range entries {
 				if ctx.Err() != nil {
 					return nil
@@ -109,6 +104,12 @@ func (db *DB) follow(ctx context.Context, s *Subscription, handler func(LogEntry
 					return err
 				}
 				s.pos.Store(e.Position)
+			}
+			if err != nil {
+				if errors.Is(err, ErrClosed) || db.closing.Load() {
+					return ErrClosed
+				}
+				return err
 			}
 			continue
 		}

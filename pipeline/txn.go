@@ -3,6 +3,7 @@ package pipeline
 import (
 	"bytes"
 	"fmt"
+	"slices"
 
 	"github.com/rockline/rockline/storage"
 	"github.com/rockline/rockline/validators"
@@ -33,21 +34,28 @@ type Txn struct {
 	index   map[uint64]int32 // write fingerprint -> latest op with it (pooled, empty)
 	indexed bool             // index is built; see ownWrite
 	events  []Event
+	// readFams are the droppable families read with tracking (see noteRead).
+	readFams []*storage.Family
 
 	heads      map[string]uint64 // stream heads as this transaction left them
 	appends    []streamAppend
 	idempotent *AppendResult // set when an append found its events already there
 }
 
-// Begin starts a transaction at the current published log position. It never fails;
-// on a closed database the transaction's calls return ErrClosed.
+// Begin starts a transaction at the current published log position. It never fails
+// itself: on a closed database the transaction's calls return ErrClosed, and while a
+// Replay holds the database they return ErrReplaying.
 func (db *DB) Begin() *Txn {
 	t := &Txn{db: db}
 	if db.closing.Load() {
 		t.err, t.done = ErrClosed, true
 		return t
 	}
-	t.readPos = db.seq.Acquire()
+	var err error
+	if t.readPos, err = db.seq.Acquire(); err != nil {
+		t.err, t.done = err, true
+		return t
+	}
 	snap, err := db.store.NewSnapshot()
 	if err != nil {
 		db.seq.Release(t.readPos)
@@ -110,6 +118,7 @@ func (t *Txn) get(op string, cf *ColumnFamily, key []byte, track bool) ([]byte, 
 	fp := t.db.fp.Of(f.ID(), key)
 	if track {
 		t.reads = append(t.reads, fp)
+		t.noteRead(f)
 	}
 	if i, ok := t.ownWrite(f, key, fp); ok {
 		if t.ops[i].Delete {
@@ -119,6 +128,17 @@ func (t *Txn) get(op string, cf *ColumnFamily, key []byte, track bool) ([]byte, 
 	}
 	v, err := t.db.store.Get(f, key, t.snap)
 	return v, closedErr(err)
+}
+
+// noteRead remembers a family the transaction read with tracking, so the commit can
+// claim it: a tracked read of a family dropped before the commit fails the commit, as
+// a write to it would (the drop removed every key the read saw). Families that cannot
+// be dropped are not noted.
+func (t *Txn) noteRead(f *storage.Family) {
+	if f == t.db.streamsCF.f || f.Name() == storage.DefaultFamily || slices.Contains(t.readFams, f) {
+		return
+	}
+	t.readFams = append(t.readFams, f)
 }
 
 // ownWrite finds the latest buffered write of key in f, whose fingerprint is fp. Short

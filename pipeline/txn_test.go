@@ -260,7 +260,7 @@ func TestReopen(t *testing.T) {
 			}
 			for round := range 2 {
 				db = openAt(t, dir, pipeline.Config{Validation: pol})
-				want := uint64(6 + round)
+				want := uint64(7 + round) // the creation of "other", six puts, one per round
 				if got := db.LastPosition(); got != want {
 					t.Fatalf("reopen %d: LastPosition = %d, want %d", round, got, want)
 				}

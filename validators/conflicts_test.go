@@ -31,7 +31,7 @@ func TestTableConflicts(t *testing.T) {
 
 func TestTablePruneKeepsWhatOpenTransactionsNeed(t *testing.T) {
 	s := NewSequencer(0)
-	old := s.Acquire() // a transaction at read position 0 stays open
+	old, _ := s.Acquire() // a transaction at read position 0 stays open
 	tb := newTable(0)
 	for p := uint64(1); p <= 5000; p++ {
 		s.next(1)
@@ -46,7 +46,7 @@ func TestTablePruneKeepsWhatOpenTransactionsNeed(t *testing.T) {
 		t.Fatalf("old transaction check = %v; want ErrConflict", err)
 	}
 	s.Release(old)
-	young := s.Acquire() // read position 5000
+	young, _ := s.Acquire() // read position 5000
 	tb.records.Store(1 << 20)
 	tb.maybePrune(s)
 	if tb.len() != 0 {

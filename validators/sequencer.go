@@ -19,6 +19,8 @@ import (
 //     sequencer stops.
 //   - readers counts open transactions per read position; Acquire reads published under
 //     mu, so a pruning Oldest that runs after it sees it.
+//   - exclusive is set (under mu) only while readers is empty, and while it is set
+//     Acquire fails: a replay, which writes without validation, runs alone.
 type Sequencer struct {
 	assigned  atomic.Uint64
 	published atomic.Uint64
@@ -32,6 +34,8 @@ type Sequencer struct {
 	changed chan struct{}
 	err     error
 	readers map[uint64]int
+	// exclusive is true while Exclusive runs.
+	exclusive bool
 }
 
 // NewSequencer starts a sequencer whose positions 1..last are already published.
@@ -148,13 +152,17 @@ func (s *Sequencer) stop(p uint64, cause error) {
 }
 
 // Acquire registers an open transaction and returns its read position: the published
-// position at this moment. Pair it with Release.
-func (s *Sequencer) Acquire() uint64 {
+// position at this moment. Pair it with Release. It fails with ErrReplaying while
+// Exclusive runs.
+func (s *Sequencer) Acquire() (uint64, error) {
 	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.exclusive {
+		return 0, ErrReplaying
+	}
 	p := s.published.Load()
 	s.readers[p]++
-	s.mu.Unlock()
-	return p
+	return p, nil
 }
 
 // Release ends a transaction registered with Acquire at read position p.
@@ -192,9 +200,34 @@ func (s *Sequencer) OpenTransactions() int {
 	return n
 }
 
-// ErrNotExclusive is returned by Replay while transactions are open or commits are in
-// flight: replayed writes bypass conflict tracking, so they need the database alone.
+// ErrNotExclusive is returned by Exclusive (and so by a replay) while transactions are
+// open or commits are in flight: replayed writes bypass conflict tracking, so they
+// need the database alone.
 var ErrNotExclusive = errors.New("rockline: replay needs the database alone (no open transactions or in-flight commits)")
+
+// ErrReplaying is returned by Acquire (so a transaction cannot begin) while a replay
+// holds the database alone.
+var ErrReplaying = errors.New("rockline: a replay holds the database alone")
+
+// Exclusive runs fn with the database to itself: it fails with ErrNotExclusive if any
+// transaction is registered (an open transaction, an in-flight commit) or another
+// Exclusive runs, and while fn runs every Acquire fails with ErrReplaying, so no
+// position can be assigned except by Replay.
+func (s *Sequencer) Exclusive(fn func() error) error {
+	s.mu.Lock()
+	if s.exclusive || len(s.readers) > 0 {
+		s.mu.Unlock()
+		return ErrNotExclusive
+	}
+	s.exclusive = true
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		s.exclusive = false
+		s.mu.Unlock()
+	}()
+	return fn()
+}
 
 // Quiesce runs fn while no position is being assigned or written: every position
 // assigned so far is in RocksDB (written or filled), so fn sees a dense log prefix
@@ -208,11 +241,17 @@ func (s *Sequencer) Quiesce(fn func(assigned uint64) error) error {
 
 // Replay assigns position pos (which must be the next one) to a write that bypasses
 // validation, runs write, and publishes pos. It is for restoring a database from a
-// log. If write fails the sequencer stops, since pos can no longer be filled safely.
+// log and runs only inside Exclusive. If write fails the sequencer stops, since pos
+// can no longer be filled safely.
 func (s *Sequencer) Replay(pos uint64, write func() error) error {
-	if s.OpenTransactions() > 0 {
+	s.mu.Lock()
+	exclusive := s.exclusive
+	s.mu.Unlock()
+	if !exclusive {
 		return ErrNotExclusive
 	}
+	s.pause.RLock() // a Quiesce (checkpoint) sees pos written or not assigned
+	defer s.pause.RUnlock()
 	if err := s.Err(); err != nil {
 		return err
 	}

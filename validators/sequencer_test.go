@@ -73,10 +73,10 @@ func TestSequencerStopWakesWaiters(t *testing.T) {
 
 func TestSequencerOldestReader(t *testing.T) {
 	s := NewSequencer(4)
-	a := s.Acquire()
+	a, _ := s.Acquire()
 	s.next(1)
 	s.markDone(5, 5)
-	b := s.Acquire()
+	b, _ := s.Acquire()
 	if a != 4 || b != 5 {
 		t.Fatalf("read positions %d, %d; want 4, 5", a, b)
 	}
@@ -93,5 +93,42 @@ func TestSequencerOldestReader(t *testing.T) {
 	s.Release(b)
 	if got, n := s.Oldest(), s.OpenTransactions(); got != 5 || n != 0 {
 		t.Fatalf("Oldest, open = %d, %d; want 5, 0", got, n)
+	}
+}
+
+// TestSequencerExclusive: a replay runs alone. Exclusive refuses while a transaction is
+// registered, Acquire refuses while Exclusive runs (so no transaction can take a
+// position a replay hands out again), and Replay refuses outside Exclusive.
+func TestSequencerExclusive(t *testing.T) {
+	s := NewSequencer(0)
+	if err := s.Replay(1, func() error { return nil }); !errors.Is(err, ErrNotExclusive) {
+		t.Fatalf("Replay outside Exclusive = %v; want ErrNotExclusive", err)
+	}
+	p, err := s.Acquire()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ran := false
+	if err := s.Exclusive(func() error { ran = true; return nil }); !errors.Is(err, ErrNotExclusive) || ran {
+		t.Fatalf("Exclusive with an open transaction = %v (ran %v); want ErrNotExclusive, not run", err, ran)
+	}
+	s.Release(p)
+	err = s.Exclusive(func() error {
+		if _, err := s.Acquire(); !errors.Is(err, ErrReplaying) {
+			t.Errorf("Acquire during Exclusive = %v; want ErrReplaying", err)
+		}
+		if err := s.Exclusive(func() error { return nil }); !errors.Is(err, ErrNotExclusive) {
+			t.Errorf("nested Exclusive = %v; want ErrNotExclusive", err)
+		}
+		return s.Replay(1, func() error { return nil })
+	})
+	if err != nil {
+		t.Fatalf("Exclusive: %v", err)
+	}
+	if s.Published() != 1 {
+		t.Fatalf("Published = %d after a replay of position 1", s.Published())
+	}
+	if _, err := s.Acquire(); err != nil {
+		t.Fatalf("Acquire after Exclusive = %v", err)
 	}
 }

@@ -67,10 +67,11 @@ type Commit struct {
 	// Ops are the buffered writes, in order; Batch holds the same writes encoded.
 	Ops   []Op
 	Batch *storage.Batch
-	// Entry encodes the commit's log entry; HasEvents says whether it carries events
-	// (a commit with events but no Ops still gets a position).
+	// Entry encodes the commit's log entry; HasRecord says whether the entry carries
+	// something beyond Ops (events, a family creation or drop), so that a commit with
+	// no Ops still gets a position.
 	Entry     EntryFunc
-	HasEvents bool
+	HasRecord bool
 	// Time is set by the validator to the commit time written in the log entry.
 	Time time.Time
 	// Observe, when set, is called when validation passed (Validated, just before the
@@ -94,7 +95,7 @@ func (c *Commit) observe(s Stage) {
 	}
 }
 
-func (c *Commit) empty() bool { return len(c.Ops) == 0 && !c.HasEvents }
+func (c *Commit) empty() bool { return len(c.Ops) == 0 && !c.HasRecord }
 
 // View reads the state a commit applies to, for Checks.
 type View interface {

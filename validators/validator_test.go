@@ -190,7 +190,7 @@ func TestConcurrentIncrementsLoseNothing(t *testing.T) {
 					defer wg.Done()
 					for i := 0; i < 100; i++ {
 						for {
-							readPos := r.seq.Acquire()
+							readPos, _ := r.seq.Acquire()
 							v, err := r.st.Get(r.data, []byte("counter"), nil)
 							n := 0
 							if err == nil {
@@ -281,7 +281,7 @@ func TestEventsOnlyCommitGetsPosition(t *testing.T) {
 		t.Run(policy, func(t *testing.T) {
 			r := newRig(t, policy)
 			c := r.commit(t, r.data, 0, nil, nil)
-			c.HasEvents = true
+			c.HasRecord = true
 			pos, err := r.v.Commit(context.Background(), c)
 			if err != nil || pos != 1 {
 				t.Fatalf("events-only commit = %d, %v; want 1, nil", pos, err)

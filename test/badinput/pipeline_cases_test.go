@@ -535,7 +535,7 @@ func pipelineCases() []badCase {
 	add("Replay/write to a reserved family", argErr("Replay", "write family", "rockline.log"), func(e *env) error {
 		return replayInto(e, ctx, []pipeline.LogEntry{{Position: 1, Writes: []pipeline.LogWrite{{Family: "rockline.log", Generation: 1, Key: []byte("k")}}}})
 	})
-	add("Replay/write to a family without a name", argErr("CreateColumnFamily", "name"), func(e *env) error {
+	add("Replay/write to a family without a name", argErr("Replay", "name"), func(e *env) error {
 		return replayInto(e, ctx, []pipeline.LogEntry{{Position: 1, Writes: []pipeline.LogWrite{{Family: "", Generation: 1, Key: []byte("k")}}}})
 	})
 	add("Replay/key past 64 KiB", limitErr("key"), func(e *env) error {

@@ -237,7 +237,19 @@ func runAndKill(t *testing.T, cmd *exec.Cmd, plan killPlan) childResult {
 		case <-timer:
 			kill(fmt.Sprintf("after %v", plan.after))
 		case <-safety.C:
-			kill("at the safety deadline")
+			// The plan's kill never came: the child stopped acknowledging, which is a
+			// deadlock (or a livelock), not a crash to recover from. SIGQUIT makes the Go
+			// runtime print every goroutine's stack before it exits.
+			if err := cmd.Process.Signal(syscall.SIGQUIT); err != nil {
+				t.Errorf("SIGQUIT child: %v", err)
+			}
+			hard := time.AfterFunc(10*time.Second, func() { _ = cmd.Process.Kill() })
+			for range lines {
+			}
+			_ = cmd.Wait()
+			hard.Stop()
+			t.Fatalf("child made no progress before the safety deadline (%v; %d lines acknowledged, plan %+v): a stuck child fails the run\nstderr:\n%s",
+				deadline, len(res.acks), plan, tail(stderr.String(), 16000))
 		}
 	}
 	var rest []string
@@ -514,7 +526,8 @@ func shortWorkload(ctx context.Context, db *pipeline.DB, n int) error {
 	if err != nil {
 		return err
 	}
-	if want := before + 5 + numStreams + 1; uint64(len(log)) != want {
+	// 5 transfers, an append per stream, the family's creation, its put and its drop.
+	if want := before + 5 + numStreams + 3; uint64(len(log)) != want {
 		return fmt.Errorf("LastPosition %d after the short workload, want %d", len(log), want)
 	}
 	return nil

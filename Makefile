@@ -70,9 +70,16 @@ jaeger:
 jaeger-demo: deps jaeger
 	bash test/jaeger/demo.sh "$(JAEGER_BIN)"
 
-# crash runs the long crash-recovery harness: 200 SIGKILL cycles.
+# crash runs the long forms of the crash-recovery harness (CRASH_CYCLES SIGKILL cycles)
+# and of the model-based lifecycle test (MODEL_CHECKS random sequences of about
+# MODEL_STEPS operations each, kills and reopens among them). `make test` runs short
+# forms of both.
+CRASH_CYCLES ?= 200
+MODEL_CHECKS ?= 400
+MODEL_STEPS  ?= 80
 crash: deps
-	ROCKLINE_CRASH_CYCLES=200 $(GO) test -count=1 -timeout 60m -v -run 'TestCrash' ./test/crash/
+	ROCKLINE_MODEL_CHECKS=$(MODEL_CHECKS) ROCKLINE_MODEL_STEPS=$(MODEL_STEPS) $(GO) test -count=1 -timeout 60m -v -run 'TestModel' ./test/model/
+	ROCKLINE_CRASH_CYCLES=$(CRASH_CYCLES) $(GO) test -count=1 -timeout 120m -v -run 'TestCrash' ./test/crash/
 
 # soak runs the 10-minute soak test.
 soak: deps

@@ -98,7 +98,7 @@ type machine struct {
 	// resumes there, as an application storing its position would.
 	subPos uint64
 	cps    []checkpoint
-	step  int
+	step   int
 }
 
 type checkpoint struct {

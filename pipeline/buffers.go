@@ -16,6 +16,7 @@ type txnBuffers struct {
 	writes []uint64
 	reads  []uint64
 	index  map[uint64]int32 // Txn.index, empty
+	fams   []*storage.Family // Txn.readFams
 }
 
 // maxPooledBytes keeps a transaction that wrote a lot from pinning its buffers in the pool.
@@ -34,7 +35,8 @@ func putBuffers(b *txnBuffers) {
 	}
 	b.batch.Reset()
 	clear(b.ops) // drop family pointers
+	clear(b.fams)
 	clear(b.index)
-	b.arena, b.ops, b.writes, b.reads = b.arena[:0], b.ops[:0], b.writes[:0], b.reads[:0]
+	b.arena, b.ops, b.writes, b.reads, b.fams = b.arena[:0], b.ops[:0], b.writes[:0], b.reads[:0], b.fams[:0]
 	bufferPool.Put(b)
 }

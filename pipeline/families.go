@@ -1,7 +1,6 @@
 package pipeline
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -228,7 +227,8 @@ func (db *DB) reconcileFamilies() error {
 		return err
 	}
 	marked := make(map[string]bool)
-	it, err := db.store.NewIterator(db.streamsCF.f, storage.IterOptions{Lower: familyMarkerPrefix, Upper: append(bytes.Clone(familyMarkerPrefix[:len(familyMarkerPrefix)-1]), '/'+1)})
+	upper := []byte("mfamily0") // the first key past every "mfamily/" key
+	it, err := db.store.NewIterator(db.streamsCF.f, storage.IterOptions{Lower: familyMarkerPrefix, Upper: upper})
 	if err != nil {
 		return err
 	}

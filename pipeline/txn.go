@@ -65,7 +65,7 @@ func (db *DB) Begin() *Txn {
 	t.snap = snap
 	b := getBuffers()
 	t.bufs = b
-	t.batch, t.arena, t.ops, t.writes, t.reads, t.index = b.batch, b.arena, b.ops, b.writes, b.reads, b.index
+	t.batch, t.arena, t.ops, t.writes, t.reads, t.index, t.readFams = b.batch, b.arena, b.ops, b.writes, b.reads, b.index, b.fams
 	return t
 }
 
@@ -256,9 +256,9 @@ func (t *Txn) release() {
 	}
 	if t.batch != nil {
 		b := t.bufs
-		b.batch, b.arena, b.ops, b.writes, b.reads, b.index = t.batch, t.arena, t.ops, t.writes, t.reads, t.index
+		b.batch, b.arena, b.ops, b.writes, b.reads, b.index, b.fams = t.batch, t.arena, t.ops, t.writes, t.reads, t.index, t.readFams
 		putBuffers(b)
-		t.bufs, t.batch, t.arena, t.ops, t.writes, t.reads, t.index, t.indexed = nil, nil, nil, nil, nil, nil, nil, false
+		t.bufs, t.batch, t.arena, t.ops, t.writes, t.reads, t.index, t.indexed, t.readFams = nil, nil, nil, nil, nil, nil, nil, false, nil
 	}
 }
 

@@ -580,13 +580,14 @@ func (m *machine) closeRacingWrites(t *rapid.T) {
 		t.Skip("create and drop of one name race each other, not Close")
 	}
 	errs := make([]error, n+2)
+	db, step := m.db, m.step // closeDB clears m.db
 	var wg sync.WaitGroup
 	wg.Add(n + 2)
 	for i := range n {
 		go func() {
 			defer wg.Done()
-			tx := m.db.Begin()
-			if err := tx.Put(m.db.Default(), fmt.Appendf(nil, "close%d-%d", m.step, i), []byte("x")); err != nil {
+			tx := db.Begin()
+			if err := tx.Put(db.Default(), fmt.Appendf(nil, "close%d-%d", step, i), []byte("x")); err != nil {
 				errs[i] = err
 				return
 			}
@@ -595,11 +596,11 @@ func (m *machine) closeRacingWrites(t *rapid.T) {
 	}
 	go func() {
 		defer wg.Done()
-		_, errs[n] = m.db.CreateColumnFamily(create)
+		_, errs[n] = db.CreateColumnFamily(create)
 	}()
 	go func() {
 		defer wg.Done()
-		errs[n+1] = m.db.DropColumnFamily(drop)
+		errs[n+1] = db.DropColumnFamily(drop)
 	}()
 	cerr := m.closeDB(t)
 	waitFor(t, &wg, "calls racing Close")

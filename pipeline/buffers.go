@@ -15,7 +15,7 @@ type txnBuffers struct {
 	ops    []validators.Op
 	writes []uint64
 	reads  []uint64
-	index  map[uint64]int32 // Txn.index, empty
+	index  map[uint64]int32  // Txn.index, empty
 	fams   []*storage.Family // Txn.readFams
 }
 

@@ -1,10 +1,10 @@
-// Package tracing names rockline's spans, attributes and metric instruments, and sets
-// up OpenTelemetry exporters for applications.
+// Package tracing names rockline's spans, attributes and metric instruments. It
+// depends on the OpenTelemetry API only, which is all the library links: the SDK and
+// the exporters live in tracing/otelsetup, for applications and services to import.
 //
 // The library itself never sets a global provider: pipeline.Config takes a
-// TracerProvider (and, later, a MeterProvider) and defaults to the global ones. Span
-// names are fixed and low-cardinality; keys and values never appear in names or
-// attributes.
+// TracerProvider and a MeterProvider and defaults to the global ones. Span names are
+// fixed and low-cardinality; keys and values never appear in names or attributes.
 package tracing
 
 import "go.opentelemetry.io/otel/attribute"

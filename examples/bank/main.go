@@ -16,7 +16,7 @@ import (
 	"go.uber.org/fx"
 
 	"github.com/rockline/rockline/examples/bank/bankapp"
-	"github.com/rockline/rockline/tracing"
+	"github.com/rockline/rockline/tracing/otelsetup"
 )
 
 func main() {
@@ -46,7 +46,7 @@ func run() error {
 		defer os.RemoveAll(d)
 		*dir = d
 	}
-	tcfg, err := tracing.ConfigFromEnv(tracing.Config{ServiceName: "bank"})
+	tcfg, err := otelsetup.ConfigFromEnv(otelsetup.Config{ServiceName: "bank"})
 	if err != nil {
 		return err
 	}

@@ -21,7 +21,7 @@ import (
 
 	"github.com/rockline/rockline/examples/bank/bankapp"
 	"github.com/rockline/rockline/pipeline"
-	"github.com/rockline/rockline/tracing"
+	"github.com/rockline/rockline/tracing/otelsetup"
 )
 
 // No goroutine is ignored: the OTLP gRPC exporter closes its connection on Shutdown,
@@ -40,10 +40,10 @@ func TestBankTracesInJaeger(t *testing.T) {
 	query := fmt.Sprintf("http://127.0.0.1:%d", ports.QueryHTTP)
 
 	// The workload, in-process.
-	prov, err := tracing.Setup(context.Background(), tracing.Config{
+	prov, err := otelsetup.Setup(context.Background(), otelsetup.Config{
 		ServiceName:    service,
-		TracesExporter: tracing.ExporterOTLP,
-		Protocol:       tracing.ProtocolGRPC,
+		TracesExporter: otelsetup.ExporterOTLP,
+		Protocol:       otelsetup.ProtocolGRPC,
 		Endpoint:       fmt.Sprintf("http://127.0.0.1:%d", ports.OTLPGRPC),
 	})
 	if err != nil {

@@ -17,17 +17,17 @@ import (
 
 	"github.com/rockline/rockline/pipeline"
 	"github.com/rockline/rockline/pipeline/pipelinefx"
-	"github.com/rockline/rockline/tracing"
+	"github.com/rockline/rockline/tracing/otelsetup"
 )
 
 // Config is what Options needs: where to listen (loopback only), the database folder
 // and options, and the telemetry configuration (main reads it with
-// tracing.ConfigFromEnv).
+// otelsetup.ConfigFromEnv).
 type Config struct {
 	Addr    string
 	Dir     string
 	DB      pipeline.Config
-	Tracing tracing.Config
+	Tracing otelsetup.Config
 }
 
 // Options is the bank's fx graph: telemetry (providers plus a Prometheus registry), the
@@ -55,19 +55,19 @@ func Options(cfg Config) fx.Option {
 
 // Telemetry holds the SDK providers and the Prometheus registry their metrics go to.
 type Telemetry struct {
-	Providers *tracing.Providers
+	Providers *otelsetup.Providers
 	Registry  *prometheus.Registry
 }
 
 // NewTelemetry builds the providers with a Prometheus reader on a registry of its own
 // and shuts them down (flushing spans) on stop.
-func NewTelemetry(lc fx.Lifecycle, cfg tracing.Config) (*Telemetry, error) {
+func NewTelemetry(lc fx.Lifecycle, cfg otelsetup.Config) (*Telemetry, error) {
 	reg := prometheus.NewRegistry()
 	exp, err := otelprom.New(otelprom.WithRegisterer(reg))
 	if err != nil {
 		return nil, err
 	}
-	p, err := tracing.Setup(context.Background(), cfg, exp)
+	p, err := otelsetup.Setup(context.Background(), cfg, exp)
 	if err != nil {
 		return nil, err
 	}

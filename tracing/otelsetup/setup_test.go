@@ -1,4 +1,4 @@
-package tracing
+package otelsetup
 
 import (
 	"bytes"
@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	"go.uber.org/goleak"
+
+	"github.com/rockline/rockline/tracing"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -77,12 +79,12 @@ func TestSetupStdoutExportsSpansOnShutdown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, span := p.TracerProvider.Tracer("test").Start(context.Background(), SpanCommit)
+	_, span := p.TracerProvider.Tracer("test").Start(context.Background(), tracing.SpanCommit)
 	span.End()
 	if err := p.Shutdown(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{SpanCommit, `"svc"`, `"1.2.3"`} {
+	for _, want := range []string{tracing.SpanCommit, `"svc"`, `"1.2.3"`} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("stdout export lacks %s:\n%s", want, out.String())
 		}
@@ -109,7 +111,7 @@ func TestSetupOTLPHTTPReachesCollector(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, span := p.TracerProvider.Tracer("test").Start(context.Background(), SpanCommit)
+	_, span := p.TracerProvider.Tracer("test").Start(context.Background(), tracing.SpanCommit)
 	span.End()
 	counter, _ := p.MeterProvider.Meter("test").Int64Counter("rockline.test")
 	counter.Add(context.Background(), 1)

@@ -1,4 +1,10 @@
-package tracing
+// Package otelsetup builds OpenTelemetry SDK providers and exporters (OTLP for Jaeger
+// and collectors, stdout, none, plus extra readers such as Prometheus) from a Config or
+// the standard OTEL_* variables, for the examples and for services that embed
+// rockline. The library never imports it: pipeline links the OpenTelemetry API only
+// (see package tracing), so an application chooses its own SDK set-up, this one or
+// another.
+package otelsetup
 
 import (
 	"errors"
@@ -47,7 +53,7 @@ type Config struct {
 }
 
 // ErrInvalidSetting is matched by every *SettingError.
-var ErrInvalidSetting = errors.New("tracing: invalid setting")
+var ErrInvalidSetting = errors.New("otelsetup: invalid setting")
 
 // SettingError names a bad setting: the environment variable (or Config field), the
 // value and what was expected. It matches ErrInvalidSetting.
@@ -59,7 +65,7 @@ type SettingError struct {
 
 // Error describes the problem, naming what was wrong.
 func (e *SettingError) Error() string {
-	return fmt.Sprintf("tracing: invalid %s=%q: %s", e.Name, e.Value, e.Reason)
+	return fmt.Sprintf("otelsetup: invalid %s=%q: %s", e.Name, e.Value, e.Reason)
 }
 
 // Is reports whether target is ErrInvalidSetting.

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rockline/rockline/internal/testhooks"
 	"github.com/rockline/rockline/storage"
 	"github.com/rockline/rockline/validators"
 )
@@ -52,7 +53,7 @@ func TestBackpressure(t *testing.T) {
 	for _, pol := range []string{Parallel, Serial} {
 		t.Run(pol, func(t *testing.T) {
 			submitted := make(chan int, 8)
-			hooks := &Hooks{AfterSubmit: func(lane int) { submitted <- lane }}
+			hooks := &testhooks.Hooks{AfterSubmit: func(lane int) { submitted <- lane }}
 
 			entered, release := make(chan struct{}), make(chan struct{})
 			hold := func(_ context.Context, c *validators.Commit, _ validators.View) error {
@@ -63,7 +64,7 @@ func TestBackpressure(t *testing.T) {
 				return nil
 			}
 			dir := filepath.Join(t.TempDir(), "db")
-			db, err := Open(dir, Config{Validation: pol, Lanes: 1, LaneQueueDepth: 1, Checks: []validators.Check{hold}, Hooks: hooks})
+			db, err := Open(dir, testhooks.With(Config{Validation: pol, Lanes: 1, LaneQueueDepth: 1, Checks: []validators.Check{hold}}, hooks))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -82,7 +82,7 @@ func (t *Txn) commit(ctx context.Context, sync bool) (pos uint64, err error) {
 		return 0, err
 	}
 	defer release(claimed)
-	if h := db.cfg.Hooks; h != nil && h.AfterAdmit != nil {
+	if h := db.cfg.hooks; h != nil && h.AfterAdmit != nil {
 		h.AfterAdmit()
 	}
 	if sync {
@@ -96,7 +96,7 @@ func (t *Txn) commit(ctx context.Context, sync bool) (pos uint64, err error) {
 		tk.queued = db.stageSpan(ctx, tracing.SpanLaneWait)
 		var lane int
 		var serr error
-		if h := db.cfg.Hooks; h != nil && h.AfterSubmit != nil {
+		if h := db.cfg.hooks; h != nil && h.AfterSubmit != nil {
 			lane, serr = db.lanes.Submit(ctx, tk) // the hook wants to see every commit queued
 		} else {
 			lane, _, serr = db.lanes.SubmitOrRun(ctx, tk)
@@ -109,7 +109,7 @@ func (t *Txn) commit(ctx context.Context, sync bool) (pos uint64, err error) {
 			return 0, serr
 		}
 		span.SetAttributes(tracing.AttrLane.Int(lane))
-		if h := db.cfg.Hooks; h != nil && h.AfterSubmit != nil {
+		if h := db.cfg.hooks; h != nil && h.AfterSubmit != nil {
 			h.AfterSubmit(lane)
 		}
 		<-tk.done

@@ -7,6 +7,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/rockline/rockline/internal/testhooks"
 	"github.com/rockline/rockline/lanes"
 	"github.com/rockline/rockline/storage"
 	"github.com/rockline/rockline/validators"
@@ -57,22 +58,16 @@ type Config struct {
 	// latency, lane depth, pool bytes, pending drops, RocksDB statistics); nil means
 	// otel's global provider at Open.
 	MeterProvider metric.MeterProvider
-	// Hooks are seams for tests (nil in production).
-	Hooks *Hooks
-	// StorageFaults injects storage failures for tests (nil in production).
-	StorageFaults *storage.Faults
+	// hooks are the test seams (internal/testhooks); nil outside rockline's tests.
+	hooks *testhooks.Hooks
 }
 
-// Hooks let tests stop a commit at a chosen point instead of sleeping. Every hook runs
-// on the committing goroutine.
-type Hooks struct {
-	// AfterAdmit runs once a commit holds its claims on the families it writes, before
-	// it enters a lane (Commit) or the validator (CommitSync).
-	AfterAdmit func()
-	// AfterSubmit runs once a lane has accepted a Commit's task (with the lane's
-	// index), before Commit waits for the outcome. Setting it makes every Commit
-	// queue on its lane, even an idle one, so the hook sees each commit queued.
-	AfterSubmit func(lane int)
+func init() {
+	testhooks.Register(func(cfg any, h *testhooks.Hooks) any {
+		c := cfg.(Config)
+		c.hooks = h
+		return c
+	})
 }
 
 // Defaults, in one place.
@@ -159,6 +154,13 @@ func storageConfigError(prefix string, err error) error {
 	return err
 }
 
+func (c Config) storageFaults() *storage.Faults {
+	if c.hooks == nil {
+		return nil
+	}
+	return c.hooks.StorageFaults
+}
+
 // storageOptions maps the config onto the storage layer's options.
 func (c Config) storageOptions() storage.Options {
 	fams := make(map[string]storage.FamilyOptions, len(c.Families)+1)
@@ -173,6 +175,6 @@ func (c Config) storageOptions() storage.Options {
 		DisableWAL:     c.DisableWAL,
 		Sync:           c.Sync,
 		BlockCacheSize: c.BlockCacheSize,
-		Faults:         c.StorageFaults,
+		Faults:         c.storageFaults(),
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rockline/rockline/internal/testhooks"
 	"github.com/rockline/rockline/pipeline"
 )
 
@@ -30,7 +31,7 @@ func TestDropCrashChild(t *testing.T) {
 		return
 	}
 	g := &dropGate{parked: make(chan struct{}, 1), release: make(chan struct{})}
-	db, err := pipeline.Open(dir, pipeline.Config{Hooks: &pipeline.Hooks{AfterAdmit: g.afterAdmit}})
+	db, err := pipeline.Open(dir, testhooks.With(pipeline.Config{}, &testhooks.Hooks{AfterAdmit: g.afterAdmit}))
 	if err != nil {
 		t.Fatalf("child: Open: %v", err)
 	}

@@ -15,12 +15,13 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
+	"github.com/rockline/rockline/internal/testhooks"
 	"github.com/rockline/rockline/pipeline"
 	"github.com/rockline/rockline/storage"
 	"github.com/rockline/rockline/tracing"
 )
 
-// dropGate parks one chosen commit right after admission, through Hooks.AfterAdmit:
+// dropGate parks one chosen commit right after admission, through testhooks.Hooks.AfterAdmit:
 // arm it, start the commit, wait on parked. The parked commit holds its claims on the
 // families it writes (so their physical drop waits for it) until the gate is opened.
 // Only the first commit admitted while the gate is armed parks; every other commit
@@ -48,7 +49,7 @@ func (g *dropGate) open() { g.once.Do(func() { close(g.release) }) }
 func openDropDB(t testing.TB, cfg pipeline.Config) (*pipeline.DB, string, *dropGate) {
 	t.Helper()
 	g := &dropGate{parked: make(chan struct{}, 1), release: make(chan struct{})}
-	cfg.Hooks = &pipeline.Hooks{AfterAdmit: g.afterAdmit}
+	cfg = testhooks.With(cfg, &testhooks.Hooks{AfterAdmit: g.afterAdmit})
 	db, dir := openDB(t, cfg)
 	t.Cleanup(g.open)
 	return db, dir, g
@@ -558,7 +559,7 @@ func TestDropPhysicalFailure(t *testing.T) {
 		var failing atomic.Bool
 		var calls atomic.Int64
 		failing.Store(true)
-		db, dir := openDB(t, pipeline.Config{StorageFaults: newFaults(&failing, &calls)})
+		db, dir := openDB(t, testhooks.With(pipeline.Config{}, &testhooks.Hooks{StorageFaults: newFaults(&failing, &calls)}))
 		victim := dropCreate(t, db, "victim")
 		put(t, db, victim, "k", "v")
 		if err := db.DropColumnFamily("victim"); err != nil {
@@ -602,7 +603,7 @@ func TestDropPhysicalFailure(t *testing.T) {
 		var failing atomic.Bool
 		var calls atomic.Int64
 		failing.Store(true)
-		db, _ := openDB(t, pipeline.Config{StorageFaults: newFaults(&failing, &calls)})
+		db, _ := openDB(t, testhooks.With(pipeline.Config{}, &testhooks.Hooks{StorageFaults: newFaults(&failing, &calls)}))
 		dropCreate(t, db, "first")
 		dropCreate(t, db, "second")
 		if err := db.DropColumnFamily("first"); err != nil {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/rockline/rockline/internal/testhooks"
 	"github.com/rockline/rockline/pipeline"
 )
 
@@ -252,13 +253,13 @@ func TestRebuildWriteToDroppedGeneration(t *testing.T) {
 			var armed atomic.Bool
 			admitted, proceed := make(chan struct{}), make(chan struct{})
 			var once sync.Once
-			hooks := &pipeline.Hooks{AfterAdmit: func() {
+			hooks := &testhooks.Hooks{AfterAdmit: func() {
 				if armed.CompareAndSwap(true, false) {
 					close(admitted)
 					<-proceed
 				}
 			}}
-			db, _ := openDB(t, pipeline.Config{Validation: pol, Hooks: hooks})
+			db, _ := openDB(t, testhooks.With(pipeline.Config{Validation: pol}, hooks))
 			t.Cleanup(func() { once.Do(func() { close(proceed) }) })
 
 			f1, err := db.CreateColumnFamily("f")

@@ -18,6 +18,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/rockline/rockline/examples/bank/bankapp"
+	"github.com/rockline/rockline/internal/testhooks"
 	"github.com/rockline/rockline/pipeline"
 )
 
@@ -158,7 +159,7 @@ func conflictingTransfer(t *testing.T, g *gate, url string, client *http.Client)
 
 func TestConflictRetried(t *testing.T) {
 	g := newGate()
-	bank, url, client := newBank(t, pipeline.Config{Hooks: &pipeline.Hooks{AfterAdmit: g.hook}})
+	bank, url, client := newBank(t, testhooks.With(pipeline.Config{}, &testhooks.Hooks{AfterAdmit: g.hook}))
 	openAll(t, url, client, "a", "b", "c")
 	if st := conflictingTransfer(t, g, url, client); st != 200 {
 		t.Fatalf("conflicting transfer: status %d; want 200 after a retry", st)
@@ -171,7 +172,7 @@ func TestConflictRetried(t *testing.T) {
 
 func TestConflictExhaustingRetriesIs409(t *testing.T) {
 	g := newGate()
-	bank, url, client := newBank(t, pipeline.Config{MaxAttempts: 1, Hooks: &pipeline.Hooks{AfterAdmit: g.hook}})
+	bank, url, client := newBank(t, testhooks.With(pipeline.Config{MaxAttempts: 1}, &testhooks.Hooks{AfterAdmit: g.hook}))
 	openAll(t, url, client, "a", "b", "c")
 	if st := conflictingTransfer(t, g, url, client); st != http.StatusConflict {
 		t.Fatalf("conflicting transfer: status %d; want 409", st)

@@ -1,6 +1,6 @@
 package crash
 
-// Fault injection through the storage seam (Config.StorageFaults). Which behaviour
+// Fault injection through the storage seam (testhooks.Hooks.StorageFaults). Which behaviour
 // applies to each fault:
 //
 //   - A batch write that fails after validation (Faults.Write fails the commit's
@@ -33,6 +33,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rockline/rockline/internal/testhooks"
 	"github.com/rockline/rockline/pipeline"
 	"github.com/rockline/rockline/storage"
 )
@@ -150,7 +151,7 @@ func TestFaultWriteFilled(t *testing.T) {
 			t.Run(fmt.Sprintf("%s/sync=%v", policy, sync), func(t *testing.T) {
 				var hooks faultHooks
 				dir := filepath.Join(t.TempDir(), "db")
-				db := openFaulty(t, dir, pipeline.Config{Validation: policy, StorageFaults: hooks.faults()})
+				db := openFaulty(t, dir, testhooks.With(pipeline.Config{Validation: policy}, &testhooks.Hooks{StorageFaults: hooks.faults()}))
 				if err := initBank(context.Background(), db); err != nil {
 					t.Fatal(err)
 				}
@@ -239,7 +240,7 @@ func TestFaultDropRetried(t *testing.T) {
 		return nil
 	})
 	dir := filepath.Join(t.TempDir(), "db")
-	db, err := pipeline.Open(dir, pipeline.Config{StorageFaults: hooks.faults()})
+	db, err := pipeline.Open(dir, testhooks.With(pipeline.Config{}, &testhooks.Hooks{StorageFaults: hooks.faults()}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -309,7 +310,7 @@ func TestFaultDropRetried(t *testing.T) {
 		opened = append(opened, name)
 		return nil
 	})
-	db = openFaulty(t, dir, pipeline.Config{StorageFaults: hooks.faults()})
+	db = openFaulty(t, dir, testhooks.With(pipeline.Config{}, &testhooks.Hooks{StorageFaults: hooks.faults()}))
 	mu.Lock()
 	if len(opened) != 1 || opened[0] != "doomed" {
 		t.Fatalf("physical drops run by Open: %q, want [doomed]", opened)
@@ -358,7 +359,7 @@ func TestFaultWriteAndFillerStop(t *testing.T) {
 			dir := filepath.Join(t.TempDir(), "db")
 			// Many buckets: A and B must not share one (B would wait for A's locks
 			// instead of writing); with 2^20 the chance is one in a million.
-			db, err := pipeline.Open(dir, pipeline.Config{Validation: policy, Buckets: 1 << 20, StorageFaults: hooks.faults()})
+			db, err := pipeline.Open(dir, testhooks.With(pipeline.Config{Validation: policy, Buckets: 1 << 20}, &testhooks.Hooks{StorageFaults: hooks.faults()}))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -20,6 +20,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/rockline/rockline/examples/bank/bankapp"
+	"github.com/rockline/rockline/internal/testhooks"
 	"github.com/rockline/rockline/pipeline"
 	"github.com/rockline/rockline/tracing/otelsetup"
 )
@@ -50,11 +51,10 @@ func TestBankTracesInJaeger(t *testing.T) {
 		t.Fatal(err)
 	}
 	g := newGate()
-	db, err := pipeline.Open(t.TempDir(), pipeline.Config{
+	db, err := pipeline.Open(t.TempDir(), testhooks.With(pipeline.Config{
 		TracerProvider: prov.TracerProvider,
 		MeterProvider:  prov.MeterProvider,
-		Hooks:          &pipeline.Hooks{AfterAdmit: g.hook},
-	})
+	}, &testhooks.Hooks{AfterAdmit: g.hook}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -396,7 +396,7 @@ func poll(t *testing.T, timeout, interval time.Duration, f func() error) {
 }
 
 // gate holds the first commit admitted while it is armed until release is closed
-// (pipeline.Hooks.AfterAdmit runs on the committing goroutine).
+// (testhooks.Hooks.AfterAdmit runs on the committing goroutine).
 type gate struct {
 	armed             atomic.Bool
 	admitted, release chan struct{}

@@ -32,6 +32,9 @@ var (
 	// family drop that a commit's claim kept from running before Close; the next Open
 	// completes it.
 	ErrDropPending = storage.ErrDropPending
+	// ErrLocked is matched by the *storage.LockedError Open returns for a folder that
+	// another open database holds, in this process or another; it names the folder.
+	ErrLocked = storage.ErrLocked
 	// ErrClosed: the database is closed or closing.
 	ErrClosed = errors.New("rockline: database closed")
 	// ErrTxnDone: the transaction was already committed or discarded.

@@ -73,6 +73,25 @@ func (db *DB) CreateColumnFamily(name string) (*ColumnFamily, error) {
 	return db.wrap(f), nil
 }
 
+// EnsureColumnFamily returns the live family with that name, creating it (as
+// CreateColumnFamily does) when there is none: the open-or-create call for code that
+// runs against a new or an existing database alike. It fails as ColumnFamily and
+// CreateColumnFamily do, never with ErrColumnFamilyExists.
+func (db *DB) EnsureColumnFamily(name string) (*ColumnFamily, error) {
+	if err := checkFamilyName("EnsureColumnFamily", name); err != nil {
+		return nil, err
+	}
+	cf, err := db.ColumnFamily(name)
+	if !errors.Is(err, ErrColumnFamilyNotFound) {
+		return cf, err
+	}
+	cf, err = db.CreateColumnFamily(name)
+	if errors.Is(err, ErrColumnFamilyExists) { // created meanwhile by another caller
+		return db.ColumnFamily(name)
+	}
+	return cf, err
+}
+
 // ColumnFamily returns the live family with that name, or an error matching
 // ErrColumnFamilyNotFound.
 func (db *DB) ColumnFamily(name string) (*ColumnFamily, error) {

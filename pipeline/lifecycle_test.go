@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -468,5 +469,15 @@ func TestTrackedReadOfDroppedFamily(t *testing.T) {
 				t.Fatalf("commit with an untracked read of the dropped family: %v", err)
 			}
 		})
+	}
+}
+
+// TestOpenHeldFolder: a second Open of a folder an open database holds fails with
+// ErrLocked naming the folder, not RocksDB's lock text alone.
+func TestOpenHeldFolder(t *testing.T) {
+	_, dir := openDB(t, pipeline.Config{})
+	_, err := pipeline.Open(dir, pipeline.Config{})
+	if !errors.Is(err, pipeline.ErrLocked) || !strings.Contains(err.Error(), dir) {
+		t.Fatalf("second Open = %v, want ErrLocked naming %s", err, dir)
 	}
 }

@@ -55,7 +55,8 @@ type DB struct {
 type releaser interface{ releaseLocked() }
 
 // Open creates or opens the database in dir. Options are validated first; a bad option
-// returns an *OptionsError and creates nothing on disk. Families present on disk are
+// returns an *OptionsError and creates nothing on disk. A folder another open database
+// holds (in this process or another) fails with a *LockedError. Families present on disk are
 // discovered and reopened, whether or not opts names them; families named in opts but
 // missing on disk are created.
 func Open(dir string, opts Options) (*DB, error) {
@@ -116,6 +117,9 @@ func Open(dir string, opts Options) (*DB, error) {
 			o.Destroy()
 		}
 		db.freeOptions()
+		if lerr := lockError(dir, err); lerr != nil {
+			return nil, lerr
+		}
 		return nil, mapError("open "+dir, err)
 	}
 	db.native = native

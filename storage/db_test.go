@@ -259,3 +259,27 @@ func TestDefaultAfterClose(t *testing.T) {
 		t.Errorf("Default() after Close = %v, want nil", f.Name())
 	}
 }
+
+// A second Open of a folder an open database holds fails with a *LockedError naming
+// the folder, and the first database is unharmed.
+func TestOpenLockedFolder(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "db")
+	db, err := storage.Open(dir, storage.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	_, err = storage.Open(dir, storage.Options{})
+	var le *storage.LockedError
+	if !errors.As(err, &le) || le.Dir != dir || !errors.Is(err, storage.ErrLocked) {
+		t.Fatalf("second Open = %v, want a *LockedError for %s", err, dir)
+	}
+	f := db.Default()
+	b := storage.NewBatch()
+	if err := b.Put(f, []byte("k"), []byte("v")); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Write(b); err != nil {
+		t.Fatalf("write after the refused Open: %v", err)
+	}
+}

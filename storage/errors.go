@@ -33,6 +33,9 @@ var (
 	// that could not run before Close (a claim was still held): the next Open
 	// completes it.
 	ErrDropPending = errors.New("storage: family drop still pending")
+	// ErrLocked is matched by the *LockedError Open returns for a folder that another
+	// open database (in this process or another) holds.
+	ErrLocked = errors.New("storage: database folder locked by another open")
 	// ErrForeignSnapshot is returned when a *Snapshot of another database is used.
 	ErrForeignSnapshot = errors.New("storage: snapshot belongs to another database")
 )
@@ -68,6 +71,31 @@ func (e *DropPendingError) Error() string {
 
 // Is reports whether target is ErrDropPending.
 func (e *DropPendingError) Is(target error) bool { return target == ErrDropPending }
+
+// LockedError reports that Open found its folder held by another open database, in
+// this process or another: RocksDB allows one writer per folder. It matches ErrLocked.
+type LockedError struct {
+	Dir    string // the folder
+	Detail string // RocksDB's message
+}
+
+// Error names the folder and says what holds it.
+func (e *LockedError) Error() string {
+	return fmt.Sprintf("storage: open %s: the folder is held by another open database (close it first): %s", e.Dir, e.Detail)
+}
+
+// Is reports whether target is ErrLocked.
+func (e *LockedError) Is(target error) bool { return target == ErrLocked }
+
+// lockError returns a *LockedError when err is RocksDB's failure to take dir's LOCK
+// file, and nil otherwise.
+func lockError(dir string, err error) error {
+	msg := err.Error()
+	if strings.Contains(msg, "/LOCK: ") && (strings.Contains(msg, "lock hold by current process") || strings.Contains(msg, "While lock file")) {
+		return &LockedError{Dir: dir, Detail: msg}
+	}
+	return nil
+}
 
 // LimitError reports a key or value past its documented limit. It matches ErrTooLarge.
 type LimitError struct {

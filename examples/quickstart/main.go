@@ -34,7 +34,7 @@ func run() error {
 		return err
 	}
 	defer db.Close()
-	counters, err := db.CreateColumnFamily("counters")
+	counters, err := db.EnsureColumnFamily("counters")
 	if err != nil {
 		return err
 	}

@@ -128,6 +128,12 @@ func pipelineCases() []badCase {
 		_, err := e.db.CreateColumnFamily("rockline.mine")
 		return err
 	})
+	for _, name := range []string{"", strings.Repeat("f", 256), "a#b", "rockline.log"} {
+		add(fmt.Sprintf("EnsureColumnFamily/name=%.20q", name), argErr("EnsureColumnFamily", "name"), func(e *env) error {
+			_, err := e.db.EnsureColumnFamily(name)
+			return err
+		})
+	}
 	add("CreateColumnFamily/exists", is(pipeline.ErrColumnFamilyExists, "live"), func(e *env) error {
 		_, err := e.db.CreateColumnFamily("live")
 		return err
@@ -434,6 +440,7 @@ func pipelineCases() []badCase {
 			return e.closed.View(func(tx *pipeline.Txn) error { _, err := tx.Get(e.closeCF, []byte("k")); return err })
 		},
 		"CreateColumnFamily": func(e *env) error { _, err := e.closed.CreateColumnFamily("x"); return err },
+		"EnsureColumnFamily": func(e *env) error { _, err := e.closed.EnsureColumnFamily("x"); return err },
 		"ColumnFamily":       func(e *env) error { _, err := e.closed.ColumnFamily("shut"); return err },
 		"ColumnFamilies":     func(e *env) error { _, err := e.closed.ColumnFamilies(); return err },
 		"DropColumnFamily":   func(e *env) error { return e.closed.DropColumnFamily("shut") },

@@ -52,10 +52,7 @@ type Stats struct {
 
 // NewBank uses (or creates) the accounts family of db.
 func NewBank(db *pipeline.DB) (*Bank, error) {
-	cf, err := db.ColumnFamily(Family)
-	if errors.Is(err, pipeline.ErrColumnFamilyNotFound) {
-		cf, err = db.CreateColumnFamily(Family)
-	}
+	cf, err := db.EnsureColumnFamily(Family)
 	if err != nil {
 		return nil, err
 	}

@@ -54,8 +54,7 @@ type DB struct {
 
 	closing   atomic.Bool
 	closeDone chan struct{} // closed when the first Close returns
-	gate      sync.RWMutex  // held for reading by CommitSync, for writing by Close
-	closed    bool
+	gate      sync.RWMutex  // held for reading by CommitSync and family changes, for writing by Close
 
 	metrics *metrics
 
@@ -166,16 +165,15 @@ func (db *DB) Close() error {
 	if db.metrics.reg != nil {
 		db.metrics.reg.Unregister()
 	}
-	db.gate.Lock()
+	db.gate.Lock() // closing is set: no enter succeeds from now on
 	defer db.gate.Unlock()
-	db.closed = true
 	return db.store.Close()
 }
 
 // enter admits a CommitSync or other call that must not overlap Close.
 func (db *DB) enter() error {
 	db.gate.RLock()
-	if db.closed || db.closing.Load() {
+	if db.closing.Load() {
 		db.gate.RUnlock()
 		return ErrClosed
 	}

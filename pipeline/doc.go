@@ -24,8 +24,11 @@
 // position and writes the data and the log entry in one RocksDB batch. The position
 // is published once every lower one is, and Commit returns: a transaction begun after
 // that sees the commit. CommitSync runs the same stages on the caller's goroutine.
-// The parallel validator (default) lets commits on different keys validate and write
-// concurrently; the serial one groups commits and writes each group as one batch.
+// The parallel validator (default) lets commits on different keys validate
+// concurrently, each holding its keys' bucket locks; the serial one validates a group of
+// commits in arrival order. Under both, validated commits of every lane go through one
+// shared writer queue, whose leader assigns their positions and writes each group as
+// one batch, one group at a time, so positions are written in order.
 //
 // Each stage opens a span (rockline.commit, rockline.lane.wait, rockline.validate,
 // rockline.write, rockline.publish) through Config.TracerProvider and records
@@ -62,7 +65,7 @@
 // # What was chosen where the design is silent
 //
 //   - A transaction's snapshot may also include commits that were completing while it
-//     began (parallel writes land out of order). That can only cause a false conflict,
+//     began (written, not yet published). That can only cause a false conflict,
 //     never a missed one; ReadStream waits for such commits to be published so it
 //     agrees with what an Append saw.
 //   - Empty keys are refused (*ArgumentError); keys are at most 64 KiB and values at

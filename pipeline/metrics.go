@@ -51,7 +51,7 @@ func newMetrics(db *DB, mp metric.MeterProvider) (*metrics, error) {
 	for _, s := range []string{stageLaneWait, stageValidate, stageWrite, stagePublish, stageTotal} {
 		out.stages[s] = []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(out.policy, tracing.AttrStage.String(s)))}
 	}
-	for _, o := range []string{tracing.OutcomeCommitted, tracing.ErrorConflict, tracing.ErrorTxnTooOld, tracing.ErrorClosed, tracing.ErrorCanceled, tracing.ErrorCFDropped, tracing.ErrorWrongExpectedVersion, tracing.ErrorStopped, tracing.ErrorOther} {
+	for _, o := range []string{tracing.OutcomeCommitted, tracing.ErrorConflict, tracing.ErrorTxnTooOld, tracing.ErrorClosed, tracing.ErrorCanceled, tracing.ErrorCFDropped, tracing.ErrorStopped, tracing.ErrorOther} {
 		out.outcomes[o] = []metric.AddOption{metric.WithAttributeSet(attribute.NewSet(out.policy, tracing.AttrOutcome.String(o)))}
 	}
 	gauges, e := newGauges(m)

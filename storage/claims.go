@@ -39,13 +39,6 @@ func (f *Family) Release() {
 	}
 }
 
-// Claims returns the number of claims held on f.
-func (f *Family) Claims() int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.claims
-}
-
 // readyToDropLocked reports whether the caller must start the physical drop now, and
 // if so marks the attempt started. f.mu is held.
 func (f *Family) readyToDropLocked() bool {

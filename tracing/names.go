@@ -43,14 +43,13 @@ const (
 	OutcomeCommitted = "committed"
 	OutcomeFailed    = "failed"
 
-	ErrorConflict             = "conflict"
-	ErrorTxnTooOld            = "txn_too_old"
-	ErrorClosed               = "closed"
-	ErrorCanceled             = "canceled"
-	ErrorCFDropped            = "cf_dropped"
-	ErrorWrongExpectedVersion = "wrong_expected_version"
-	ErrorStopped              = "stopped"
-	ErrorOther                = "other"
+	ErrorConflict  = "conflict"
+	ErrorTxnTooOld = "txn_too_old"
+	ErrorClosed    = "closed"
+	ErrorCanceled  = "canceled"
+	ErrorCFDropped = "cf_dropped"
+	ErrorStopped   = "stopped"
+	ErrorOther     = "other"
 )
 
 // AttrStage names a commit stage on rockline.commit.duration.

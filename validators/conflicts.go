@@ -62,7 +62,7 @@ func newTable(floor uint64) *table {
 	return t
 }
 
-// conflicts reports whether any fingerprint was written after readPos, or
+// check fails with ErrConflict when any fingerprint was written after readPos, or
 // ErrTxnTooOld when the table no longer covers readPos.
 func (t *table) check(fps []uint64, readPos uint64) error {
 	for _, fp := range fps {

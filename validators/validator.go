@@ -76,7 +76,9 @@ type Commit struct {
 	Time time.Time
 	// Observe, when set, is called when validation passed (Validated, just before the
 	// write) and when the write returned (Written); the pipeline opens its stage spans
-	// from it. It runs on the validating goroutine and must be quick.
+	// from it. It runs on the goroutine that writes the commit's group, which is the
+	// group's leader and may be another commit's goroutine, so it must be quick and
+	// touch only the commit's own state.
 	Observe func(Stage)
 }
 

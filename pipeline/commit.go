@@ -32,17 +32,18 @@ func (t *Txn) Commit(ctx context.Context) error {
 	return err
 }
 
-// CommitSync runs the same stages as Commit on the caller's goroutine, concurrently
-// with the lanes (no lane span, no queue).
-func (t *Txn) CommitSync() error {
+// CommitInline runs the same stages as Commit on the caller's goroutine, concurrently
+// with the lanes (no lane span, no queue). It was called CommitSync; "sync" in rockline
+// now means only what it means to Pebble and bbolt, an fsync (Config.Sync).
+func (t *Txn) CommitInline() error {
 	_, err := t.commit(context.Background(), true)
 	return err
 }
 
-// CommitSyncContext is CommitSync with a context: its span becomes the parent of the
+// CommitInlineContext is CommitInline with a context: its span becomes the parent of the
 // commit's spans, and a context that has already ended fails the commit with its
 // error before validation.
-func (t *Txn) CommitSyncContext(ctx context.Context) error {
+func (t *Txn) CommitInlineContext(ctx context.Context) error {
 	_, err := t.commit(ctx, true)
 	return err
 }
@@ -53,7 +54,7 @@ func (t *Txn) CommitPosition(ctx context.Context) (uint64, error) {
 	return t.commit(ctx, false)
 }
 
-func (t *Txn) commit(ctx context.Context, sync bool) (pos uint64, err error) {
+func (t *Txn) commit(ctx context.Context, inline bool) (pos uint64, err error) {
 	if err := t.usable(); err != nil {
 		return 0, err
 	}
@@ -64,7 +65,7 @@ func (t *Txn) commit(ctx context.Context, sync bool) (pos uint64, err error) {
 	if span.IsRecording() { // built only for a span that keeps them
 		span.SetAttributes(
 			tracing.AttrPolicy.String(db.val.Policy()),
-			tracing.AttrSync.Bool(sync),
+			tracing.AttrInline.Bool(inline),
 			tracing.AttrKeys.Int(len(t.ops)),
 			tracing.AttrReads.Int(len(t.reads)),
 			tracing.AttrBytes.Int(t.batch.Size()),
@@ -85,7 +86,7 @@ func (t *Txn) commit(ctx context.Context, sync bool) (pos uint64, err error) {
 	if h := db.cfg.hooks; h != nil && h.AfterAdmit != nil {
 		h.AfterAdmit()
 	}
-	if sync {
+	if inline {
 		if err := db.enter(); err != nil {
 			return 0, err
 		}

@@ -322,7 +322,7 @@ func TestCloseDuringCommits(t *testing.T) {
 						if i%2 == 0 {
 							err = tx.Commit(context.Background())
 						} else {
-							err = tx.CommitSync()
+							err = tx.CommitInline()
 						}
 					}
 					results[i] = err

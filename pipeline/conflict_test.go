@@ -84,7 +84,7 @@ func TestNoConflictAcrossFamiliesAndDatabases(t *testing.T) {
 
 // incrementConcurrently runs one goroutine per (dbs[i], cfs[i]) that increments key
 // "k" rounds times, each transaction begun together with the others' (a barrier per
-// round), alternating Commit and CommitSync, and fails on any error.
+// round), alternating Commit and CommitInline, and fails on any error.
 func incrementConcurrently(t *testing.T, rounds int, dbs []*pipeline.DB, cfs []*pipeline.ColumnFamily) {
 	t.Helper()
 	n := len(dbs)
@@ -207,8 +207,8 @@ func TestReadOnlyAndWriteSkew(t *testing.T) {
 					if err != nil || pos != 0 {
 						t.Fatalf("read-only CommitPosition = %d, %v; want 0, nil", pos, err)
 					}
-				} else if err := ro.CommitSync(); err != nil {
-					t.Fatalf("read-only CommitSync: %v", err)
+				} else if err := ro.CommitInline(); err != nil {
+					t.Fatalf("read-only CommitInline: %v", err)
 				}
 				if got := db.LastPosition(); got != 3 {
 					t.Fatalf("LastPosition = %d, want 3: the read-only commit took a position", got)
@@ -324,7 +324,7 @@ func TestLongLivedTxn(t *testing.T) {
 						t.Fatal(err)
 					}
 				}
-				if err := tx.CommitSync(); err != nil {
+				if err := tx.CommitInline(); err != nil {
 					t.Fatal(err)
 				}
 			}

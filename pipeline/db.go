@@ -32,10 +32,10 @@ func isReserved(name string) bool { return strings.HasPrefix(name, reservedPrefi
 // validator and its log.
 //
 // Invariants:
-//   - closing goes false->true once; after it, Begin, Commit and CommitSync fail with
+//   - closing goes false->true once; after it, Begin, Commit and CommitInline fail with
 //     ErrClosed.
 //   - Close closes the lanes first (they drain, running every queued commit), then
-//     takes gate for writing (waiting for CommitSync calls in progress), then closes
+//     takes gate for writing (waiting for CommitInline calls in progress), then closes
 //     storage. So no commit runs against closed storage.
 //   - Every position the validator assigns is published or the database is stopped.
 type DB struct {
@@ -54,7 +54,7 @@ type DB struct {
 
 	closing   atomic.Bool
 	closeDone chan struct{} // closed when the first Close returns
-	gate      sync.RWMutex  // held for reading by CommitSync and family changes, for writing by Close
+	gate      sync.RWMutex  // held for reading by CommitInline and family changes, for writing by Close
 
 	metrics *metrics
 
@@ -170,7 +170,7 @@ func (db *DB) Close() error {
 	return db.store.Close()
 }
 
-// enter admits a CommitSync or other call that must not overlap Close.
+// enter admits a CommitInline or other call that must not overlap Close.
 func (db *DB) enter() error {
 	db.gate.RLock()
 	if db.closing.Load() {

@@ -23,7 +23,7 @@
 // positions of recently written keys and, only if it holds, assigns the next dense log
 // position and writes the data and the log entry in one RocksDB batch. The position
 // is published once every lower one is, and Commit returns: a transaction begun after
-// that sees the commit. CommitSync runs the same stages on the caller's goroutine.
+// that sees the commit. CommitInline runs the same stages on the caller's goroutine.
 // The parallel validator (default) lets commits on different keys validate
 // concurrently, each holding its keys' bucket locks; the serial one validates a group of
 // commits in arrival order. Under both, validated commits of every lane go through one
@@ -55,7 +55,7 @@
 // drops the family when the last of them releases it, or at the next Open after a
 // crash. A commit that read a dropped family with tracking fails like one that writes
 // it: what it read no longer holds. Close stops admitting commits, drains the lanes,
-// waits for subscriptions and CommitSync calls, performs pending drops, and frees every
+// waits for subscriptions and CommitInline calls, performs pending drops, and frees every
 // native handle; in-flight commits either finish or fail with ErrClosed. A drop that a
 // commit still held at Close is reported as ErrDropPending and completed by the next
 // Open. Open also makes the log agree with the families on disk after a crash between

@@ -710,7 +710,7 @@ func TestDropRandomInterleavings(t *testing.T) {
 						if rng.IntN(2) == 0 {
 							err = tx.Commit(context.Background())
 						} else {
-							err = tx.CommitSync()
+							err = tx.CommitInline()
 						}
 						if err == nil {
 							commits.Add(1)

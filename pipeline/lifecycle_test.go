@@ -82,7 +82,7 @@ func TestReopenCompletesDropOfRecreatedName(t *testing.T) {
 	db, dir, g := openDropDB(t, pipeline.Config{})
 	old := dropCreate(t, db, "victim")
 	put(t, db, old, "old", "1")
-	res := g.park(t, db, old, viaCommitSync, "parked", "p")
+	res := g.park(t, db, old, viaCommitInline, "parked", "p")
 	if err := dropWithin(t, db, "victim"); err != nil {
 		t.Fatal(err)
 	}

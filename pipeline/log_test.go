@@ -48,11 +48,11 @@ type loadCommit struct {
 // loadOutcome is what the committing goroutine learnt about one commit.
 type loadOutcome struct {
 	err       error
-	pos       uint64 // from CommitPosition; 0 when committed with CommitSync
+	pos       uint64 // from CommitPosition; 0 when committed with CommitInline
 	lastAfter uint64 // LastPosition right after the commit returned
 }
 
-// TestLogDenseUnderLoad: 8 writers over 4 lanes, mixing Commit and CommitSync, commits
+// TestLogDenseUnderLoad: 8 writers over 4 lanes, mixing Commit and CommitInline, commits
 // with writes, with events only, and with a contended key (some conflict), under both
 // policies. A reader polling ReadLog and LastPosition during the load never sees a
 // gap, a position beyond what is published, a filler, or an entry whose writes are not
@@ -208,8 +208,8 @@ func runLoadCommit(db *pipeline.DB, cf *pipeline.ColumnFamily, c loadCommit) loa
 		}
 	}
 	var o loadOutcome
-	if c.mode == viaCommitSync {
-		o.err = tx.CommitSync()
+	if c.mode == viaCommitInline {
+		o.err = tx.CommitInline()
 	} else {
 		o.pos, o.err = tx.CommitPosition(context.Background())
 	}
@@ -376,8 +376,8 @@ func TestLogEventsOnlyAndReadOnlyCommits(t *testing.T) {
 					tc.build(t, db, tx)
 					var pos uint64
 					var err error
-					if mode == viaCommitSync {
-						err = tx.CommitSync()
+					if mode == viaCommitInline {
+						err = tx.CommitInline()
 						if tc.wantEntry {
 							pos = last + 1
 						}

@@ -50,15 +50,15 @@ func openAt(t testing.TB, dir string, cfg pipeline.Config) *pipeline.DB {
 type commitMode string
 
 const (
-	viaCommit     commitMode = "Commit"
-	viaCommitSync commitMode = "CommitSync"
+	viaCommit       commitMode = "Commit"
+	viaCommitInline commitMode = "CommitInline"
 )
 
-var commitModes = []commitMode{viaCommit, viaCommitSync}
+var commitModes = []commitMode{viaCommit, viaCommitInline}
 
 func (m commitMode) commit(tx *pipeline.Txn) error {
-	if m == viaCommitSync {
-		return tx.CommitSync()
+	if m == viaCommitInline {
+		return tx.CommitInline()
 	}
 	return tx.Commit(context.Background())
 }

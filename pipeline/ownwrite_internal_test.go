@@ -78,7 +78,7 @@ func TestOwnWriteIndexPooled(t *testing.T) {
 				t.Fatalf("round %d: Get(%s) = %q, %v; want %q", round, k, v, err, want)
 			}
 		}
-		if err := tx.CommitSync(); err != nil {
+		if err := tx.CommitInline(); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -69,7 +69,7 @@ func (c *collector) expect(t *testing.T, want []pipeline.LogEntry) {
 }
 
 // subLoad commits n entries per writer from writers goroutines, each either a write or
-// events only, through Commit or CommitSync. It closes halfway when the first writer
+// events only, through Commit or CommitInline. It closes halfway when the first writer
 // is half done. No commit can conflict.
 func subLoad(t *testing.T, db *pipeline.DB, writers, n int, halfway chan<- struct{}) *sync.WaitGroup {
 	t.Helper()

@@ -55,7 +55,7 @@ func attrs(s sdktrace.ReadOnlySpan) map[string]any {
 
 // TestSpans checks the span tree of a commit: rockline.commit is a child of the
 // caller's span with one child per stage, and carries the policy, key count, lane,
-// position and outcome. CommitSync has no ctx parameter, so its commit span is a root,
+// position and outcome. CommitInline has no ctx parameter, so its commit span is a root,
 // and it has no lane stage. A conflict is recorded as error.type=conflict.
 func TestSpans(t *testing.T) {
 	for _, pol := range policies {
@@ -103,7 +103,7 @@ func TestSpans(t *testing.T) {
 			delete(got, "rockline.bytes")
 			wantAttrs := map[string]any{
 				"rockline.policy":   pol,
-				"rockline.sync":     false,
+				"rockline.inline":   false,
 				"rockline.keys":     int64(3),
 				"rockline.reads":    int64(0),
 				"rockline.lane":     int64(0),
@@ -120,13 +120,13 @@ func TestSpans(t *testing.T) {
 				t.Errorf("rockline.publish position = %v, want %d", p, pos)
 			}
 
-			// CommitSync: same stages without the lane.
+			// CommitInline: same stages without the lane.
 			rec.Reset()
 			tx = db.Begin()
 			if err := tx.Put(cf, []byte("sync"), []byte("v")); err != nil {
 				t.Fatal(err)
 			}
-			if err := tx.CommitSync(); err != nil {
+			if err := tx.CommitInline(); err != nil {
 				t.Fatal(err)
 			}
 			spans = rec.Ended()
@@ -137,14 +137,14 @@ func TestSpans(t *testing.T) {
 				"rockline.publish":  "rockline.commit",
 			}
 			if diff := cmp.Diff(want, spanTree(t, spans)); diff != "" {
-				t.Errorf("CommitSync span tree (-want +got):\n%s", diff)
+				t.Errorf("CommitInline span tree (-want +got):\n%s", diff)
 			}
 			got = attrs(spanNamed(t, spans, "rockline.commit"))
 			if _, ok := got["rockline.lane"]; ok {
-				t.Errorf("CommitSync span has rockline.lane = %v", got["rockline.lane"])
+				t.Errorf("CommitInline span has rockline.lane = %v", got["rockline.lane"])
 			}
-			if got["rockline.sync"] != true || got["rockline.outcome"] != "committed" || got["rockline.position"] != int64(pos+1) || got["rockline.keys"] != int64(1) {
-				t.Errorf("CommitSync attributes = %v", got)
+			if got["rockline.inline"] != true || got["rockline.outcome"] != "committed" || got["rockline.position"] != int64(pos+1) || got["rockline.keys"] != int64(1) {
+				t.Errorf("CommitInline attributes = %v", got)
 			}
 
 			// A conflict.
@@ -164,7 +164,7 @@ func TestSpans(t *testing.T) {
 					if mode == viaCommit {
 						err = loser.Commit(ctx)
 					} else {
-						err = loser.CommitSync()
+						err = loser.CommitInline()
 					}
 					parent.End()
 					if !errors.Is(err, pipeline.ErrConflict) {
@@ -172,7 +172,7 @@ func TestSpans(t *testing.T) {
 					}
 					spans := rec.Ended()
 					want := map[string]string{"parent": "", "rockline.commit": "parent", "rockline.lane.wait": "rockline.commit", "rockline.validate": "rockline.commit"}
-					if mode == viaCommitSync {
+					if mode == viaCommitInline {
 						want = map[string]string{"parent": "", "rockline.commit": "", "rockline.validate": "rockline.commit"}
 					}
 					if diff := cmp.Diff(want, spanTree(t, spans)); diff != "" {
@@ -227,7 +227,7 @@ func TestUnsampledCommitStartsNoStageSpans(t *testing.T) {
 				}
 				var err error
 				if sync {
-					err = tx.CommitSync()
+					err = tx.CommitInline()
 				} else {
 					err = tx.Commit(context.Background())
 				}

@@ -12,7 +12,7 @@ import (
 // Txn is an optimistic transaction. It reads a consistent snapshot (every commit
 // published before Begin, and possibly commits that were completing concurrently with
 // it) merged with its own buffered writes, and buffers its writes in Go until Commit.
-// A Txn is single-use and not safe for concurrent use: after Commit, CommitSync or
+// A Txn is single-use and not safe for concurrent use: after Commit, CommitInline or
 // Discard every method returns ErrTxnDone.
 //
 // Keys read with Get (and keys returned by an iterator) are tracked: the commit fails

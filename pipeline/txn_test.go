@@ -28,12 +28,12 @@ func txnCalls(tx *pipeline.Txn, cf *pipeline.ColumnFamily) map[string]error {
 		"Put":            tx.Put(cf, k, []byte("v")),
 		"Delete":         tx.Delete(cf, k),
 		"Commit":         tx.Commit(context.Background()),
-		"CommitSync":     tx.CommitSync(),
+		"CommitInline":   tx.CommitInline(),
 		"CommitPosition": posErr,
 	}
 }
 
-// TestTxnDone: after Commit (successful or not), CommitSync or Discard, every call
+// TestTxnDone: after Commit (successful or not), CommitInline or Discard, every call
 // returns ErrTxnDone; Discard stays safe.
 func TestTxnDone(t *testing.T) {
 	finish := map[string]func(t *testing.T, db *pipeline.DB, tx *pipeline.Txn){
@@ -42,8 +42,8 @@ func TestTxnDone(t *testing.T) {
 				t.Fatal(err)
 			}
 		},
-		"CommitSync": func(t *testing.T, _ *pipeline.DB, tx *pipeline.Txn) {
-			if err := tx.CommitSync(); err != nil {
+		"CommitInline": func(t *testing.T, _ *pipeline.DB, tx *pipeline.Txn) {
+			if err := tx.CommitInline(); err != nil {
 				t.Fatal(err)
 			}
 		},
@@ -104,8 +104,8 @@ func TestClosed(t *testing.T) {
 			if err := early.Commit(context.Background()); !errors.Is(err, pipeline.ErrClosed) {
 				t.Errorf("Commit of a transaction begun before Close: %v, want ErrClosed", err)
 			}
-			if err := early2.CommitSync(); !errors.Is(err, pipeline.ErrClosed) {
-				t.Errorf("CommitSync of an empty transaction begun before Close: %v", err)
+			if err := early2.CommitInline(); !errors.Is(err, pipeline.ErrClosed) {
+				t.Errorf("CommitInline of an empty transaction begun before Close: %v", err)
 			}
 			if _, err := db.Begin().Get(db.Default(), []byte("k")); !errors.Is(err, pipeline.ErrClosed) {
 				t.Errorf("Get through Default() after Close: %v, want ErrClosed", err)

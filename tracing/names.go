@@ -31,7 +31,7 @@ const (
 	AttrBytes    = attribute.Key("rockline.bytes")
 	AttrPosition = attribute.Key("rockline.position")
 	AttrOutcome  = attribute.Key("rockline.outcome")
-	AttrSync     = attribute.Key("rockline.sync")
+	AttrInline   = attribute.Key("rockline.inline")
 	AttrFamily   = attribute.Key("rockline.family")
 	// AttrDropWaitMillis is how long a drop waited for admitted commits, in ms.
 	AttrDropWaitMillis = attribute.Key("rockline.drop.wait_ms")

@@ -25,7 +25,7 @@ const (
 )
 
 // Validator validates a commit and, only if it holds, writes it, as one atomic step.
-// Implementations are safe for concurrent use by the commit lanes and CommitSync
+// Implementations are safe for concurrent use by the commit lanes and CommitInline
 // callers.
 type Validator interface {
 	// Commit validates c against every commit published after c.ReadPos and writes it.

@@ -34,10 +34,10 @@ func loadSample(t *testing.T) Trace {
 
 const sampleTree = `trace 16e4e0b951d418fc442d4fd5bac75f74  service bank  9 spans  3.593 ms
 POST /transfers  3.593 ms  +0.000 ms  [server] http.request.method=POST http.response.status_code=200 http.route=/transfers
-├─ rockline.commit  2.112 ms  +0.046 ms  error.type=conflict rockline.bytes=52 rockline.keys=2 rockline.lane=0 rockline.outcome=failed rockline.policy=parallel rockline.reads=2 rockline.sync=false
+├─ rockline.commit  2.112 ms  +0.046 ms  error.type=conflict rockline.bytes=52 rockline.inline=false rockline.keys=2 rockline.lane=0 rockline.outcome=failed rockline.policy=parallel rockline.reads=2
 │  ├─ rockline.lane.wait  1.920 ms  +0.049 ms
 │  └─ rockline.validate  0.001 ms  +1.971 ms  error.type=conflict
-└─ rockline.commit  0.054 ms  +3.475 ms  rockline.bytes=52 rockline.keys=2 rockline.lane=0 rockline.outcome=committed rockline.policy=parallel rockline.position=4513 rockline.reads=2 rockline.sync=false
+└─ rockline.commit  0.054 ms  +3.475 ms  rockline.bytes=52 rockline.inline=false rockline.keys=2 rockline.lane=0 rockline.outcome=committed rockline.policy=parallel rockline.position=4513 rockline.reads=2
    ├─ rockline.lane.wait  0.002 ms  +3.478 ms
    ├─ rockline.validate  0.002 ms  +3.487 ms
    ├─ rockline.write  0.034 ms  +3.490 ms  rockline.bytes=52

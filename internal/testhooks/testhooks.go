@@ -10,7 +10,7 @@ import "github.com/rockline/rockline/storage"
 // nothing.
 type Hooks struct {
 	// AfterAdmit runs once a commit holds its claims on the families it writes, before
-	// it enters a lane (Commit) or the validator (CommitSync).
+	// it enters a lane (Commit) or the validator (CommitInline).
 	AfterAdmit func()
 	// AfterSubmit runs once a lane has accepted a Commit's task (with the lane's
 	// index), before Commit waits for the outcome. Setting it makes every Commit

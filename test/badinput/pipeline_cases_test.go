@@ -412,7 +412,7 @@ func pipelineCases() []badCase {
 		}
 		return nil
 	})
-	for _, op := range []string{"Txn.Commit", "Txn.CommitPosition", "Txn.CommitSyncContext"} {
+	for _, op := range []string{"Txn.Commit", "Txn.CommitPosition", "Txn.CommitInlineContext"} {
 		add(op+"/cancelled context", is(context.Canceled), func(e *env) error {
 			tx := e.db.Begin()
 			if err := put(tx, e.cf); err != nil {
@@ -553,7 +553,7 @@ func pipelineCases() []badCase {
 
 // txnOps are the transaction calls the used-up and closed cases sweep.
 var txnOps = []string{"Txn.Put", "Txn.Delete", "Txn.Get", "Txn.GetUntracked", "Txn.NewIterator", "Txn.Append", "Txn.AddEvents",
-	"Txn.Commit", "Txn.CommitPosition", "Txn.CommitSync", "Txn.CommitSyncContext"}
+	"Txn.Commit", "Txn.CommitPosition", "Txn.CommitInline", "Txn.CommitInlineContext"}
 
 // txnOp runs one transaction call and discards the transaction.
 func txnOp(tx *pipeline.Txn, op string, cf *pipeline.ColumnFamily, key, value []byte) error {
@@ -590,10 +590,10 @@ func commitOp(tx *pipeline.Txn, op string, ctx context.Context) error {
 	case "Txn.CommitPosition":
 		_, err := tx.CommitPosition(ctx)
 		return err
-	case "Txn.CommitSync":
-		return tx.CommitSync()
-	case "Txn.CommitSyncContext":
-		return tx.CommitSyncContext(ctx)
+	case "Txn.CommitInline":
+		return tx.CommitInline()
+	case "Txn.CommitInlineContext":
+		return tx.CommitInlineContext(ctx)
 	}
 	panic("unknown op " + op)
 }

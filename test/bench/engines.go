@@ -174,7 +174,7 @@ func (t *rocklineTxn) commit(async bool) error {
 	if async {
 		err = t.t.Commit(context.Background())
 	} else {
-		err = t.t.CommitSync()
+		err = t.t.CommitInline()
 	}
 	if errors.Is(err, pipeline.ErrConflict) || errors.Is(err, pipeline.ErrTxnTooOld) {
 		return fmt.Errorf("%w: %w", errConflict, err)

@@ -100,7 +100,7 @@ func parseFlags() (*config, string) {
 	fs.IntVar(&c.baseWorkers, "base-workers", 4, "workers of scenarios c, e, f, tracing")
 	fs.IntVar(&c.baseKeys, "base-keys", 64, "keys per transaction of scenarios b, c, e, f, tracing")
 	fs.IntVar(&c.baseF, "base-inflight", 2, "commits in flight per worker of scenarios b, c, e, f, tracing")
-	fs.IntVar(&c.mixSync, "mix-sync", 2, "scenarios c, f: workers using CommitSync (the rest use Commit)")
+	fs.IntVar(&c.mixSync, "mix-sync", 2, "scenarios c, f: workers using CommitInline (the rest use Commit)")
 	fs.IntVar(&c.conflictWorkers, "conflict-workers", 4, "scenario d: workers")
 	fs.IntVar(&c.conflictF, "conflict-inflight", 2, "scenario d: commits in flight per worker")
 	fs.IntVar(&c.hotKeys, "hot-keys", 16, "scenario d: hot counter keys")

@@ -23,7 +23,7 @@ type scenario struct {
 	Workers  int
 	Keys     int // keys per transaction
 	Inflight int // commits in flight per worker (goroutines)
-	// SyncWorkers is how many workers commit with CommitSync (rockline only; natives
+	// SyncWorkers is how many workers commit with CommitInline (rockline only; natives
 	// always commit on the caller's goroutine). The rest use Commit (the lanes).
 	SyncWorkers int
 	HotKeys     int // > 0: the conflicts workload on this many counters

@@ -104,7 +104,7 @@ func putKey(db *pipeline.DB, cf *pipeline.ColumnFamily, key, value string, sync 
 		return 0, err
 	}
 	if sync {
-		return 0, tx.CommitSync()
+		return 0, tx.CommitInline()
 	}
 	return tx.CommitPosition(context.Background())
 }
@@ -394,7 +394,7 @@ func TestFaultWriteAndFillerStop(t *testing.T) {
 			}
 			t.Logf("later commit: %v", err)
 			if _, err := putKey(db, cf, "later", "x", true); !errors.Is(err, pipeline.ErrStopped) {
-				t.Fatalf("CommitSync after the stop: %v, want ErrStopped", err)
+				t.Fatalf("CommitInline after the stop: %v, want ErrStopped", err)
 			}
 			if err := db.Update(ctx, func(tx *pipeline.Txn) error { return tx.Put(cf, []byte("later"), []byte("x")) }); !errors.Is(err, pipeline.ErrStopped) {
 				t.Fatalf("Update after the stop: %v, want ErrStopped", err)

@@ -273,11 +273,11 @@ func (m *machine) apply(tx *pipeline.Txn, ws []write) error {
 }
 
 // commit: puts and deletes over live families (and default), with a tracked read,
-// through Commit or CommitSync.
+// through Commit or CommitInline.
 func (m *machine) commit(t *rapid.T) {
 	m.step++
 	ws := drawWrites(t, append([]string{"default"}, m.model.liveNames()...), fmt.Sprintf("c%d", m.step))
-	sync := rapid.Bool().Draw(t, "CommitSync")
+	sync := rapid.Bool().Draw(t, "CommitInline")
 	tx := m.db.Begin()
 	if _, err := tx.Get(m.family(t, ws[0].family), []byte(ws[0].key)); err != nil && !errors.Is(err, pipeline.ErrNotFound) {
 		t.Fatalf("Get: %v", err)
@@ -287,7 +287,7 @@ func (m *machine) commit(t *rapid.T) {
 	}
 	var err error
 	if sync {
-		err = tx.CommitSync()
+		err = tx.CommitInline()
 	} else {
 		err = tx.Commit(context.Background())
 	}

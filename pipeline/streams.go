@@ -18,6 +18,7 @@ import (
 //	'h' stream                 -> uvarint(last revision)
 //	'r' stream 0x00 BE64(rev)  -> uvarint(position) uvarint(index in entry) event id
 //	'm' name                   -> rockline's own settings (truncation, checkpoints)
+//	"mfamily/" qualified name  -> 1: the family generation's creation is in the log
 //
 // Heads are read and written through the transaction, so two appends that expect the
 // same revision conflict and exactly one wins. Event records depend on the commit's

@@ -481,3 +481,39 @@ func TestOpenHeldFolder(t *testing.T) {
 		t.Fatalf("second Open = %v, want ErrLocked naming %s", err, dir)
 	}
 }
+
+// TestReplayDropWithWritesToNewFamily: an entry (hand-made: rockline never writes one)
+// that drops a family and writes to a generation of another not seen yet replays
+// without waiting on itself: the new family is created before the drop takes storage's
+// family lock.
+func TestReplayDropWithWritesToNewFamily(t *testing.T) {
+	db, _ := openDB(t, pipeline.Config{})
+	dropCreate(t, db, "a")
+	entry := pipeline.LogEntry{
+		Position: db.LastPosition() + 1,
+		Families: []pipeline.FamilyChange{{Family: "a", Generation: 1, Dropped: true}},
+		Writes:   []pipeline.LogWrite{{Family: "b", Generation: 3, Key: []byte("k"), Value: []byte("v")}},
+	}
+	done := make(chan error, 1)
+	go func() { done <- db.Replay(context.Background(), []pipeline.LogEntry{entry}) }()
+	if err := recv(t, done, "Replay of a drop with a write to a new family"); err != nil {
+		t.Fatalf("Replay: %v", err)
+	}
+	names, err := db.ColumnFamilies()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"b", "default"}, names); diff != "" {
+		t.Fatalf("families after the replay (-want +got):\n%s", diff)
+	}
+	mustGet(t, db, mustFamily(t, db, "b"), "k")
+}
+
+func mustFamily(t testing.TB, db *pipeline.DB, name string) *pipeline.ColumnFamily {
+	t.Helper()
+	cf, err := db.ColumnFamily(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cf
+}

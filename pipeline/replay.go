@@ -64,15 +64,23 @@ func (db *DB) replayEntry(e LogEntry) error {
 			drop = &e.Families[i]
 		}
 	}
+	// Families are resolved (and created) before the batch is built: the drop below
+	// holds storage's family lock while the batch is written.
+	fams := make([]*storage.Family, len(e.Writes))
+	for i, w := range e.Writes {
+		f, err := db.replayFamily(w.Family, w.Generation)
+		if err != nil {
+			return fmt.Errorf("write %d: %w", i, err)
+		}
+		fams[i] = f
+	}
 	write := func(b *storage.Batch) error {
 		for i, w := range e.Writes {
-			f, err := db.replayFamily(w.Family, w.Generation)
-			if err != nil {
-				return fmt.Errorf("write %d: %w", i, err)
-			}
+			f := fams[i]
 			if f == nil {
 				continue // a late write to a generation the source had already dropped
 			}
+			var err error
 			if w.Delete {
 				err = b.Delete(f, w.Key)
 			} else {

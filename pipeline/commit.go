@@ -1,5 +1,48 @@
 package pipeline
 
+// The commit path, top to bottom.
+//
+// A commit moves through these stages, each a span under rockline.commit and a
+// rockline.commit.duration stage:
+//
+//	admit     claim every family the transaction writes or read with tracking
+//	          (Txn.claim); a dropped family fails the commit whole, before anything
+//	          is assigned.
+//	lane      Commit hands the commit to one of Config.Lanes bounded FIFO lanes
+//	          (rockline.lane.wait), or runs the lane's work on the caller when the
+//	          lane is idle; CommitInline skips the lane and runs on the caller.
+//	validate  the validator checks the commit's reads and writes against the
+//	          positions of later writes (rockline.validate) and runs Config.Checks.
+//	write     the shared writer queue's leader assigns the next dense positions to
+//	          the validated commits of every lane and writes their data, stream
+//	          index and log entries as one RocksDB batch (rockline.write).
+//	publish   the commit waits until every position up to its own is written
+//	          (rockline.publish), then returns; a transaction begun afterwards sees
+//	          it. Claims are released on the way out.
+//
+// Invariants:
+//   - Position order = write order = publication order: positions are assigned by the
+//     writer queue's leader, one group at a time, in the order the group is written,
+//     and published in order by the Sequencer.
+//   - A commit is visible (its position published) only once every lower position is
+//     written: a reader never sees position p without p-1.
+//   - A commit is all or nothing: its data writes and its log entry are one batch. A
+//     batch that fails after its positions were assigned leaves filler entries, so the
+//     log stays dense; if even the fillers fail the database stops (ErrStopped).
+//   - Claims are taken before the lane and released after the write, on every path,
+//     so a family's physical drop never races a write that was admitted.
+//   - Once validation has begun the outcome is reported whatever ctx does.
+//
+// Rejected alternatives:
+//   - Validating and writing each commit on its own goroutine, in parallel: RocksDB
+//     then orders the writes, positions land out of order, and publication has to
+//     wait for holes; one writer queue gives one WAL write per group instead.
+//   - A per-bucket version number as the conflict record: two keys in a bucket would
+//     conflict on every write. The table records the last write position per 64-bit
+//     key fingerprint (see validators).
+//   - Taking the snapshot lazily, at the first read: cheaper for blind writes, but a
+//     transaction's reads would no longer be at its read position.
+
 import (
 	"context"
 	"errors"
@@ -54,6 +97,9 @@ func (t *Txn) CommitPosition(ctx context.Context) (uint64, error) {
 	return t.commit(ctx, false)
 }
 
+// commit is every Commit variant: it runs the stages in the header above and reports
+// the commit's position (0 for a transaction that wrote nothing and carried no
+// events). The transaction is done, and its buffers released, whatever the outcome.
 func (t *Txn) commit(ctx context.Context, inline bool) (pos uint64, err error) {
 	if err := t.usable(); err != nil {
 		return 0, err
@@ -61,24 +107,16 @@ func (t *Txn) commit(ctx context.Context, inline bool) (pos uint64, err error) {
 	t.done = true
 	defer t.release()
 	db := t.db
-	ctx, span := db.tracer.Start(ctx, tracing.SpanCommit)
-	if span.IsRecording() { // built only for a span that keeps them
-		span.SetAttributes(
-			tracing.AttrPolicy.String(db.val.Policy()),
-			tracing.AttrInline.Bool(inline),
-			tracing.AttrKeys.Int(len(t.ops)),
-			tracing.AttrReads.Int(len(t.reads)),
-			tracing.AttrBytes.Int(t.batch.Size()),
-		)
-	}
+	ctx, span := db.startCommitSpan(ctx, t, inline)
 	start := time.Now()
 	defer func() {
 		endCommitSpan(span, pos, err)
 		db.metrics.outcome(ctx, err)
 		db.metrics.stage(ctx, stageTotal, time.Since(start))
 	}()
+
 	c := t.record()
-	claimed, err := t.claim()
+	claimed, err := t.claim() // admit
 	if err != nil {
 		return 0, err
 	}
@@ -87,49 +125,88 @@ func (t *Txn) commit(ctx context.Context, inline bool) (pos uint64, err error) {
 		h.AfterAdmit()
 	}
 	if inline {
-		if err := db.enter(); err != nil {
-			return 0, err
-		}
-		defer db.leave()
-		pos, err = db.validate(ctx, c)
+		pos, err = db.commitInline(ctx, c) // validate, write
 	} else {
-		tk := &task{ctx: ctx, c: c, done: make(chan struct{}), queuedAt: time.Now()}
-		tk.queued = db.stageSpan(ctx, tracing.SpanLaneWait)
-		var lane int
-		var serr error
-		if h := db.cfg.hooks; h != nil && h.AfterSubmit != nil {
-			lane, serr = db.lanes.Submit(ctx, tk) // the hook wants to see every commit queued
-		} else {
-			lane, _, serr = db.lanes.SubmitOrRun(ctx, tk)
-		}
-		if serr != nil {
-			tk.queued.End()
-			if errors.Is(serr, lanes.ErrClosed) {
-				serr = ErrClosed
-			}
-			return 0, serr
-		}
-		span.SetAttributes(tracing.AttrLane.Int(lane))
-		if h := db.cfg.hooks; h != nil && h.AfterSubmit != nil {
-			h.AfterSubmit(lane)
-		}
-		<-tk.done
-		pos, err = tk.pos, tk.err
+		pos, err = db.commitInLane(ctx, span, c) // lane, validate, write
 	}
 	if err != nil {
 		return 0, closedErr(err)
 	}
-	if pos != 0 {
-		ps := db.stageSpan(ctx, tracing.SpanPublish)
-		if ps.IsRecording() {
-			ps.SetAttributes(tracing.AttrPosition.Int64(int64(pos)))
-		}
-		waitStart := time.Now()
-		err = db.seq.Wait(pos)
-		db.metrics.stage(ctx, stagePublish, time.Since(waitStart))
-		ps.End()
+	return pos, db.publish(ctx, pos)
+}
+
+// startCommitSpan starts rockline.commit; its attributes are built only for a span
+// that keeps them.
+func (db *DB) startCommitSpan(ctx context.Context, t *Txn, inline bool) (context.Context, trace.Span) {
+	ctx, span := db.tracer.Start(ctx, tracing.SpanCommit)
+	if span.IsRecording() {
+		span.SetAttributes(
+			tracing.AttrPolicy.String(db.val.Policy()),
+			tracing.AttrInline.Bool(inline),
+			tracing.AttrKeys.Int(len(t.ops)),
+			tracing.AttrReads.Int(len(t.reads)),
+			tracing.AttrBytes.Int(t.batch.Size()),
+		)
 	}
-	return pos, err
+	return ctx, span
+}
+
+// commitInline validates and writes c on the caller's goroutine, holding the gate so
+// Close waits for it.
+func (db *DB) commitInline(ctx context.Context, c *validators.Commit) (uint64, error) {
+	if err := db.enter(); err != nil {
+		return 0, err
+	}
+	defer db.leave()
+	return db.validate(ctx, c)
+}
+
+// commitInLane hands c to a lane (or runs the lane's work here when it is idle) and
+// waits for its outcome. A full lane blocks until ctx ends; a closed one fails with
+// ErrClosed, nothing written.
+func (db *DB) commitInLane(ctx context.Context, span trace.Span, c *validators.Commit) (uint64, error) {
+	tk := &task{ctx: ctx, c: c, done: make(chan struct{}), queuedAt: time.Now()}
+	tk.queued = db.stageSpan(ctx, tracing.SpanLaneWait)
+	var afterSubmit func(lane int) // a test hook (internal/testhooks)
+	if h := db.cfg.hooks; h != nil {
+		afterSubmit = h.AfterSubmit
+	}
+	var lane int
+	var err error
+	if afterSubmit != nil {
+		lane, err = db.lanes.Submit(ctx, tk) // the hook wants to see every commit queued
+	} else {
+		lane, _, err = db.lanes.SubmitOrRun(ctx, tk)
+	}
+	if err != nil {
+		tk.queued.End()
+		if errors.Is(err, lanes.ErrClosed) {
+			err = ErrClosed
+		}
+		return 0, err
+	}
+	span.SetAttributes(tracing.AttrLane.Int(lane))
+	if afterSubmit != nil {
+		afterSubmit(lane)
+	}
+	<-tk.done
+	return tk.pos, tk.err
+}
+
+// publish waits until pos, and every position below it, is published.
+func (db *DB) publish(ctx context.Context, pos uint64) error {
+	if pos == 0 {
+		return nil
+	}
+	ps := db.stageSpan(ctx, tracing.SpanPublish)
+	if ps.IsRecording() {
+		ps.SetAttributes(tracing.AttrPosition.Int64(int64(pos)))
+	}
+	waitStart := time.Now()
+	err := db.seq.Wait(pos)
+	db.metrics.stage(ctx, stagePublish, time.Since(waitStart))
+	ps.End()
+	return err
 }
 
 // claim admits the commit: it claims every family the transaction writes or read with

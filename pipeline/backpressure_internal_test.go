@@ -10,7 +10,6 @@ import (
 
 	"github.com/rockline/rockline/internal/testhooks"
 	"github.com/rockline/rockline/storage"
-	"github.com/rockline/rockline/validators"
 )
 
 // within waits for a value from ch or fails the test after 30s.
@@ -56,15 +55,15 @@ func TestBackpressure(t *testing.T) {
 			hooks := &testhooks.Hooks{AfterSubmit: func(lane int) { submitted <- lane }}
 
 			entered, release := make(chan struct{}), make(chan struct{})
-			hold := func(_ context.Context, c *validators.Commit, _ validators.View) error {
-				if string(c.Ops[0].Key) == "block" {
+			hold := func(_ context.Context, c CommitInfo, _ CheckView) error {
+				if string(c.Writes[0].Key) == "block" {
 					close(entered)
 					<-release
 				}
 				return nil
 			}
 			dir := filepath.Join(t.TempDir(), "db")
-			db, err := Open(dir, testhooks.With(Config{Validation: pol, Lanes: 1, LaneQueueDepth: 1, Checks: []validators.Check{hold}}, hooks))
+			db, err := Open(dir, testhooks.With(Config{Validation: pol, Lanes: 1, LaneQueueDepth: 1, Checks: []Check{hold}}, hooks))
 			if err != nil {
 				t.Fatal(err)
 			}

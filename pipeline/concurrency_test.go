@@ -14,7 +14,6 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/rockline/rockline/pipeline"
-	"github.com/rockline/rockline/validators"
 )
 
 // TestLostUpdateCounter runs read-modify-write increments of one counter from several
@@ -237,13 +236,13 @@ func TestPositionsDense(t *testing.T) {
 			const n = 64
 			var mu sync.Mutex
 			var order []string // keys in the order the lane validated them
-			record := func(_ context.Context, c *validators.Commit, _ validators.View) error {
+			record := func(_ context.Context, c pipeline.CommitInfo, _ pipeline.CheckView) error {
 				mu.Lock()
-				order = append(order, string(c.Ops[0].Key))
+				order = append(order, string(c.Writes[0].Key))
 				mu.Unlock()
 				return nil
 			}
-			db, _ := openDB(t, pipeline.Config{Validation: pol, Lanes: 1, Checks: []validators.Check{record}})
+			db, _ := openDB(t, pipeline.Config{Validation: pol, Lanes: 1, Checks: []pipeline.Check{record}})
 			positions := make(map[string]uint64, n)
 			var pmu sync.Mutex
 			errs := make(chan error, n)

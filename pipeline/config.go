@@ -49,8 +49,9 @@ type Config struct {
 	// RetryBackoff is the base of Update's jittered exponential backoff (default 1ms,
 	// at most 1s).
 	RetryBackoff time.Duration
-	// Checks are application rules run inside the validation step of every commit.
-	Checks []validators.Check
+	// Checks are application rules run inside the validation step of every commit
+	// (see Check), in order; the first error rejects the commit.
+	Checks []Check
 	// TracerProvider receives rockline's spans; nil means otel's global provider at
 	// Open. rockline never sets a global provider.
 	TracerProvider trace.TracerProvider

@@ -123,7 +123,7 @@ func open(dir string, cfg Config, createFamilies bool) (*DB, error) {
 		Log:       db.log,
 		Sequencer: db.seq,
 		Buckets:   cfg.Buckets,
-		Checks:    cfg.Checks,
+		Checks:    db.validatorChecks(),
 		LogKey:    logentry.AppendKey,
 		Filler:    appendFiller,
 	})

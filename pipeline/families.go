@@ -202,6 +202,7 @@ func (db *DB) recordFamily(readPos uint64, qualified string, drop bool) error {
 		ReadPos:   readPos,
 		Batch:     storage.NewBatch(),
 		HasRecord: true,
+		System:    true,
 		Entry: func(b *storage.Batch, dst []byte, pos uint64, unixNano int64) ([]byte, error) {
 			w := logentry.Write{Family: streams.QualifiedName(), Key: marker, Delete: drop}
 			var err error

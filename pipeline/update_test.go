@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/rockline/rockline/pipeline"
-	"github.com/rockline/rockline/validators"
 )
 
 // conflictingFn returns an Update function that reads "k", writes "out", and then
@@ -105,8 +104,8 @@ func TestUpdate(t *testing.T) {
 			// context's error instead of running fn again.
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
-			cancelAndConflict := func(_ context.Context, c *validators.Commit, _ validators.View) error {
-				for _, op := range c.Ops {
+			cancelAndConflict := func(_ context.Context, c pipeline.CommitInfo, _ pipeline.CheckView) error {
+				for _, op := range c.Writes {
 					if string(op.Key) == "trigger" {
 						cancel()
 						return fmt.Errorf("check: %w", pipeline.ErrConflict)
@@ -114,7 +113,7 @@ func TestUpdate(t *testing.T) {
 				}
 				return nil
 			}
-			db, _ := openDB(t, pipeline.Config{Validation: pol, RetryBackoff: time.Second, Checks: []validators.Check{cancelAndConflict}})
+			db, _ := openDB(t, pipeline.Config{Validation: pol, RetryBackoff: time.Second, Checks: []pipeline.Check{cancelAndConflict}})
 			attempts := 0
 			start := time.Now()
 			err := db.Update(ctx, func(tx *pipeline.Txn) error {
@@ -170,9 +169,9 @@ func TestChecks(t *testing.T) {
 		for _, mode := range commitModes {
 			t.Run(fmt.Sprintf("%s/%s", pol, mode), func(t *testing.T) {
 				var calls atomic.Int64
-				limit := func(_ context.Context, c *validators.Commit, v validators.View) error {
+				limit := func(_ context.Context, c pipeline.CommitInfo, v pipeline.CheckView) error {
 					calls.Add(1)
-					for _, op := range c.Ops {
+					for _, op := range c.Writes {
 						if string(op.Key) != "counter" {
 							continue
 						}
@@ -187,7 +186,7 @@ func TestChecks(t *testing.T) {
 					}
 					return nil
 				}
-				db, _ := openDB(t, pipeline.Config{Validation: pol, Checks: []validators.Check{limit}})
+				db, _ := openDB(t, pipeline.Config{Validation: pol, Checks: []pipeline.Check{limit}})
 				cf := db.Default()
 				put(t, db, cf, "limit", "3")
 				for n := 1; n <= 4; n++ {
@@ -223,5 +222,46 @@ func TestChecks(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestCheckReadsAnyFamily: a Check's view reads a family the commit does not write
+// (here the limit lives in its own family), and its facts name the written family.
+func TestCheckReadsAnyFamily(t *testing.T) {
+	for _, pol := range policies {
+		t.Run(pol, func(t *testing.T) {
+			var limits *pipeline.ColumnFamily
+			check := func(_ context.Context, c pipeline.CommitInfo, v pipeline.CheckView) error {
+				raw, err := v.Get(limits, []byte("max"))
+				if errors.Is(err, pipeline.ErrNotFound) {
+					return nil // no limit set yet
+				}
+				if err != nil {
+					return fmt.Errorf("read the limit: %w", err)
+				}
+				max, _ := strconv.Atoi(string(raw))
+				for _, w := range c.Writes {
+					if n, _ := strconv.Atoi(string(w.Value)); w.Family.Name() == "counters" && n > max {
+						return errOverLimit
+					}
+				}
+				return nil
+			}
+			db, _ := openDB(t, pipeline.Config{Validation: pol, Checks: []pipeline.Check{check}})
+			limits = dropCreate(t, db, "limits")
+			counters := dropCreate(t, db, "counters")
+			put(t, db, limits, "max", "5")
+			put(t, db, counters, "n", "5")
+			tx := db.Begin()
+			if err := tx.Put(counters, []byte("n"), []byte("6")); err != nil {
+				t.Fatal(err)
+			}
+			if err := tx.Commit(context.Background()); err != errOverLimit {
+				t.Fatalf("commit past the limit in another family: %v, want errOverLimit", err)
+			}
+			if got := mustGet(t, db, counters, "n"); got != "5" {
+				t.Fatalf("n = %s after the rejected commit", got)
+			}
+		})
 	}
 }

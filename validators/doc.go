@@ -49,7 +49,9 @@
 // group). A Check rejects the commit by returning an error, which the commit returns
 // unchanged. Under the parallel policy only the commit's own keys are locked; a Check
 // that reads other keys should read them in the transaction instead, so that they are
-// tracked.
+// tracked. Checks do not run on rockline's own records (Commit.System: a family's
+// creation or drop). Applications write checks against pipeline.Check, which the
+// pipeline adapts to this package's form.
 //
 // # Positions and failures
 //

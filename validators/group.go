@@ -69,7 +69,7 @@ func (c *core) validateGroup(reqs []*Request, sc *groupScratch) []*Request {
 			r.Err = err
 			continue
 		}
-		if overlay != nil {
+		if overlay != nil && !r.Commit.System {
 			if err := c.runChecks(r.Ctx, r.Commit, overlay); err != nil {
 				r.Err = err
 				continue

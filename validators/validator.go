@@ -72,6 +72,9 @@ type Commit struct {
 	// no Ops still gets a position.
 	Entry     EntryFunc
 	HasRecord bool
+	// System marks a record of rockline's own (a family creation or drop): Checks,
+	// which judge application commits, do not run on it.
+	System bool
 	// Time is set by the validator to the commit time written in the log entry.
 	Time time.Time
 	// Observe, when set, is called when validation passed (Validated, just before the

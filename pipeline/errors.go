@@ -35,6 +35,10 @@ var (
 	// ErrLocked is matched by the *storage.LockedError Open returns for a folder that
 	// another open database holds, in this process or another; it names the folder.
 	ErrLocked = storage.ErrLocked
+	// ErrCorrupt is matched by errors that report stored data, other than a log entry
+	// (see ErrCorruptEntry), that does not decode: a stream head or record, a meta
+	// record, a generation record.
+	ErrCorrupt = storage.ErrCorrupt
 	// ErrClosed: the database is closed or closing.
 	ErrClosed = errors.New("rockline: database closed")
 	// ErrTxnDone: the transaction was already committed or discarded.

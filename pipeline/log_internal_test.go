@@ -8,6 +8,7 @@ import (
 	"errors"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -124,5 +125,35 @@ func TestCorruptLogEntry(t *testing.T) {
 				t.Errorf("subscription handled %v (position %d); want [1], the intact entry before the corrupt one", handled, sub.Position())
 			}
 		})
+	}
+}
+
+// TestCorruptStreamIndex: a stream head or event record that does not decode is
+// reported as ErrCorrupt, naming what was damaged.
+func TestCorruptStreamIndex(t *testing.T) {
+	ctx := context.Background()
+	db, err := Open(filepath.Join(t.TempDir(), "db"), Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Append(ctx, "s", Any, Event{ID: "a", Type: "t"}); err != nil {
+		t.Fatal(err)
+	}
+	b := storage.NewBatch()
+	if err := b.Put(db.streamsCF.f, headKey("s"), []byte{0x80}); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Put(db.streamsCF.f, eventKey("s", 0), []byte{0x80}); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.store.Write(b); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Append(ctx, "s", Any, Event{ID: "b", Type: "t"}); !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), `"s"`) {
+		t.Errorf("Append over a corrupt head = %v, want ErrCorrupt naming the stream", err)
+	}
+	if _, err := db.ReadStream("s", 0, 10); !errors.Is(err, ErrCorrupt) {
+		t.Errorf("ReadStream over a corrupt record = %v, want ErrCorrupt", err)
 	}
 }

@@ -27,7 +27,7 @@ func (db *DB) loadTruncation() error {
 	}
 	t, n := binary.Uvarint(v)
 	if n <= 0 {
-		return fmt.Errorf("rockline: corrupt truncation marker")
+		return fmt.Errorf("%w: truncation marker %x", ErrCorrupt, v)
 	}
 	db.truncated.Store(t)
 	return nil
@@ -43,7 +43,7 @@ func (db *DB) metaUint(key []byte) (uint64, error) {
 	}
 	x, n := binary.Uvarint(v)
 	if n <= 0 {
-		return 0, fmt.Errorf("rockline: corrupt meta record %q", key)
+		return 0, fmt.Errorf("%w: meta record %q holds %x", ErrCorrupt, key, v)
 	}
 	return x, nil
 }

@@ -82,11 +82,11 @@ func eventValue(pos uint64, idx int, id string) []byte {
 func parseEventValue(v []byte) (pos uint64, idx int, id string, err error) {
 	pos, n := binary.Uvarint(v)
 	if n <= 0 {
-		return 0, 0, "", fmt.Errorf("rockline: corrupt stream record")
+		return 0, 0, "", fmt.Errorf("%w: stream record %x", ErrCorrupt, v)
 	}
 	i, m := binary.Uvarint(v[n:])
 	if m <= 0 {
-		return 0, 0, "", fmt.Errorf("rockline: corrupt stream record")
+		return 0, 0, "", fmt.Errorf("%w: stream record %x", ErrCorrupt, v)
 	}
 	return pos, int(i), string(v[n+m:]), nil
 }
@@ -106,7 +106,7 @@ func (t *Txn) streamHead(stream string) (uint64, bool, error) {
 	}
 	rev, n := binary.Uvarint(v)
 	if n <= 0 {
-		return 0, false, fmt.Errorf("rockline: stream %q: corrupt head", stream)
+		return 0, false, fmt.Errorf("%w: head of stream %q holds %x", ErrCorrupt, stream, v)
 	}
 	return rev, true, nil
 }
@@ -334,7 +334,7 @@ func (db *DB) readStream(stream string, from uint64, limit int, backward bool) (
 			}
 		}
 		if r.idx >= len(entry.Events) {
-			return nil, fmt.Errorf("rockline: stream %q revision %d: log entry %d has no event %d", stream, r.rev, r.pos, r.idx)
+			return nil, fmt.Errorf("%w: stream %q revision %d points at event %d of log entry %d, which has %d", ErrCorrupt, stream, r.rev, r.idx, r.pos, len(entry.Events))
 		}
 		out = append(out, RecordedEvent{Stream: stream, Revision: r.rev, Position: r.pos, Time: entry.Time, Event: entry.Events[r.idx]})
 	}

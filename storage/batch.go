@@ -108,10 +108,10 @@ func (b *Batch) lazyInit() {
 
 func (b *Batch) admit(f *Family, key []byte) error {
 	if f == nil {
-		return fmt.Errorf("storage: batch write to a nil column family: %w", ErrColumnFamilyNotFound)
+		return fmt.Errorf("rockline: batch write to a nil column family: %w", ErrColumnFamilyNotFound)
 	}
 	if f.retired.Load() {
-		return fmt.Errorf("storage: batch write to dropped family %q: %w", f.name, errRetired)
+		return fmt.Errorf("rockline: batch write to dropped family %q: %w", f.name, errRetired)
 	}
 	if len(key) > MaxKeySize {
 		return &LimitError{What: "key", Size: len(key), Limit: MaxKeySize}
@@ -163,7 +163,7 @@ func (db *DB) writeEntered(wo *grocksdb.WriteOptions, b *Batch) error {
 			return err
 		}
 		if f.physicallyDropped() {
-			return fmt.Errorf("storage: write to dropped family %q: %w", f.name, errRetired)
+			return fmt.Errorf("rockline: write to dropped family %q: %w", f.name, errRetired)
 		}
 	}
 	if err := db.fault(func(fl *Faults) error {
@@ -172,7 +172,7 @@ func (db *DB) writeEntered(wo *grocksdb.WriteOptions, b *Batch) error {
 		}
 		return nil
 	}); err != nil {
-		return fmt.Errorf("storage: write batch: %w", err)
+		return fmt.Errorf("rockline: write batch: %w", err)
 	}
 	binary.LittleEndian.PutUint32(b.rep[8:batchHeaderLen], b.count)
 	wb := grocksdb.WriteBatchFrom(b.rep)

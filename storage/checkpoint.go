@@ -43,7 +43,7 @@ func (db *DB) DeleteRange(f *Family, start, end []byte) error {
 	}
 	defer db.leave()
 	if f.physicallyDropped() {
-		return fmt.Errorf("storage: delete range in dropped family %q: %w", f.name, errRetired)
+		return fmt.Errorf("rockline: delete range in dropped family %q: %w", f.name, errRetired)
 	}
 	return mapError("delete range", db.native.DeleteRangeCF(db.wo, f.handle, start, end))
 }

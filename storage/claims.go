@@ -7,7 +7,7 @@ import (
 
 // ErrFamilyRetired is returned by Claim (and by batch writes) for a family that was
 // dropped. The family's *Family still serves reads.
-var ErrFamilyRetired = errors.New("storage: column family dropped")
+var ErrFamilyRetired = errors.New("rockline: column family dropped")
 
 // Claim admits one commit that will write to f: until the matching Release, f is not
 // dropped physically. It fails with an error matching ErrFamilyRetired (and
@@ -17,7 +17,7 @@ func (f *Family) Claim() error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.retired.Load() {
-		return fmt.Errorf("storage: claim on family %q: %w", f.name, errRetired)
+		return fmt.Errorf("rockline: claim on family %q: %w", f.name, errRetired)
 	}
 	f.claims++
 	return nil
@@ -30,7 +30,7 @@ func (f *Family) Release() {
 	f.claims--
 	if f.claims < 0 {
 		f.mu.Unlock()
-		panic("storage: Family.Release without Claim") // a bug in the caller, never user input
+		panic("rockline: Family.Release without Claim") // a bug in the caller, never user input
 	}
 	run := f.readyToDropLocked()
 	f.mu.Unlock()

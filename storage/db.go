@@ -67,7 +67,7 @@ func Open(dir string, opts Options) (*DB, error) {
 		return nil, &OptionsError{Field: "dir", Value: `""`, Reason: "must name a folder"}
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("storage: open %s: %w", dir, err)
+		return nil, fmt.Errorf("rockline: open %s: %w", dir, err)
 	}
 	db := &DB{dir: dir, opts: opts, live: make(map[releaser]struct{})}
 	db.cache = grocksdb.NewLRUCache(uint64(max(opts.BlockCacheSize, 8<<20)))
@@ -141,11 +141,11 @@ func Open(dir string, opts Options) (*DB, error) {
 	db.ro = grocksdb.NewDefaultReadOptions()
 	if err := db.loadGenerations(); err != nil {
 		db.Close()
-		return nil, fmt.Errorf("storage: open %s: %w", dir, err)
+		return nil, fmt.Errorf("rockline: open %s: %w", dir, err)
 	}
 	if err := db.completeIntents(); err != nil {
 		db.Close()
-		return nil, fmt.Errorf("storage: open %s: complete pending drops: %w", dir, err)
+		return nil, fmt.Errorf("rockline: open %s: complete pending drops: %w", dir, err)
 	}
 	for n, fo := range opts.Families {
 		if db.families.get(n) == nil {

@@ -65,9 +65,9 @@ func (db *DB) dropFamily(name string, record func(*Family) error, done []func(er
 	}
 	db.ddl.Lock()
 	defer db.ddl.Unlock()
-	f, err := db.Family(name)
+	f, err := db.Family(name) // its error names the family
 	if err != nil {
-		return fmt.Errorf("storage: drop family %q: %w", name, err)
+		return err
 	}
 	b := NewBatch()
 	if err := b.putDropIntent(f); err != nil {

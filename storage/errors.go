@@ -10,34 +10,34 @@ import (
 // of them with %w, or wraps the RocksDB status with the operation named.
 var (
 	// ErrClosed is returned by every call made after Close has begun.
-	ErrClosed = errors.New("storage: database closed")
+	ErrClosed = errors.New("rockline: database closed")
 	// ErrNotFound is returned by Get when the key does not exist.
-	ErrNotFound = errors.New("storage: key not found")
+	ErrNotFound = errors.New("rockline: key not found")
 	// ErrColumnFamilyNotFound is returned when a family name is unknown or was dropped.
-	ErrColumnFamilyNotFound = errors.New("storage: column family not found")
+	ErrColumnFamilyNotFound = errors.New("rockline: column family not found")
 	// ErrColumnFamilyExists is returned by CreateFamily when the name is taken.
-	ErrColumnFamilyExists = errors.New("storage: column family already exists")
+	ErrColumnFamilyExists = errors.New("rockline: column family already exists")
 	// ErrInvalidOptions is matched by every *OptionsError.
-	ErrInvalidOptions = errors.New("storage: invalid options")
+	ErrInvalidOptions = errors.New("rockline: invalid options")
 	// ErrBusy maps RocksDB's "Resource busy" status.
-	ErrBusy = errors.New("storage: resource busy")
+	ErrBusy = errors.New("rockline: resource busy")
 	// ErrTryAgain maps RocksDB's "Operation failed. Try again." status.
-	ErrTryAgain = errors.New("storage: try again")
+	ErrTryAgain = errors.New("rockline: try again")
 	// ErrTooLarge is matched by every *LimitError.
-	ErrTooLarge = errors.New("storage: too large")
+	ErrTooLarge = errors.New("rockline: too large")
 	// ErrForeignFamily is returned when a *Family of another database is used.
-	ErrForeignFamily = errors.New("storage: column family belongs to another database")
+	ErrForeignFamily = errors.New("rockline: column family belongs to another database")
 	// ErrCorrupt is matched by errors that report stored data that does not decode.
-	ErrCorrupt = errors.New("storage: corrupt data")
+	ErrCorrupt = errors.New("rockline: corrupt stored data")
 	// ErrDropPending is matched by the *DropPendingError Close returns for a drop
 	// that could not run before Close (a claim was still held): the next Open
 	// completes it.
-	ErrDropPending = errors.New("storage: family drop still pending")
+	ErrDropPending = errors.New("rockline: family drop still pending")
 	// ErrLocked is matched by the *LockedError Open returns for a folder that another
 	// open database (in this process or another) holds.
-	ErrLocked = errors.New("storage: database folder locked by another open")
+	ErrLocked = errors.New("rockline: database folder locked by another open")
 	// ErrForeignSnapshot is returned when a *Snapshot of another database is used.
-	ErrForeignSnapshot = errors.New("storage: snapshot belongs to another database")
+	ErrForeignSnapshot = errors.New("rockline: snapshot belongs to another database")
 )
 
 // OptionsError reports one invalid option: which field, the value given and what was
@@ -50,7 +50,7 @@ type OptionsError struct {
 
 // Error describes the problem, naming what was wrong.
 func (e *OptionsError) Error() string {
-	return fmt.Sprintf("storage: invalid option %s=%v: %s", e.Field, e.Value, e.Reason)
+	return fmt.Sprintf("rockline: invalid option %s=%v: %s", e.Field, e.Value, e.Reason)
 }
 
 // Is reports whether target is ErrInvalidOptions.
@@ -66,7 +66,7 @@ type DropPendingError struct {
 
 // Error names the family and says when the drop completes.
 func (e *DropPendingError) Error() string {
-	return fmt.Sprintf("storage: drop of family %q still pending at close (%d claims held): it completes at the next Open", e.Family, e.Claims)
+	return fmt.Sprintf("rockline: drop of family %q still pending at close (%d claims held): it completes at the next Open", e.Family, e.Claims)
 }
 
 // Is reports whether target is ErrDropPending.
@@ -81,7 +81,7 @@ type LockedError struct {
 
 // Error names the folder and says what holds it.
 func (e *LockedError) Error() string {
-	return fmt.Sprintf("storage: open %s: the folder is held by another open database (close it first): %s", e.Dir, e.Detail)
+	return fmt.Sprintf("rockline: open %s: the folder is held by another open database (close it first): %s", e.Dir, e.Detail)
 }
 
 // Is reports whether target is ErrLocked.
@@ -106,7 +106,7 @@ type LimitError struct {
 
 // Error describes the problem, naming what was wrong.
 func (e *LimitError) Error() string {
-	return fmt.Sprintf("storage: %s of %d bytes exceeds the limit of %d bytes", e.What, e.Size, e.Limit)
+	return fmt.Sprintf("rockline: %s of %d bytes exceeds the limit of %d bytes", e.What, e.Size, e.Limit)
 }
 
 // Is reports whether target is ErrTooLarge.
@@ -121,15 +121,15 @@ func mapError(op string, err error) error {
 	msg := err.Error()
 	switch {
 	case strings.HasPrefix(msg, "Resource busy"):
-		return fmt.Errorf("storage: %s: %w: %s", op, ErrBusy, msg)
+		return fmt.Errorf("rockline: %s: %w: %s", op, ErrBusy, msg)
 	case strings.HasPrefix(msg, "Operation failed. Try again."):
-		return fmt.Errorf("storage: %s: %w: %s", op, ErrTryAgain, msg)
+		return fmt.Errorf("rockline: %s: %w: %s", op, ErrTryAgain, msg)
 	case strings.Contains(msg, "Column family not found"),
 		strings.Contains(msg, "Invalid column family"),
 		strings.Contains(msg, "column family") && strings.Contains(msg, "does not exist"):
-		return fmt.Errorf("storage: %s: %w: %s", op, ErrColumnFamilyNotFound, msg)
+		return fmt.Errorf("rockline: %s: %w: %s", op, ErrColumnFamilyNotFound, msg)
 	case strings.Contains(msg, "Column family already exists"):
-		return fmt.Errorf("storage: %s: %w: %s", op, ErrColumnFamilyExists, msg)
+		return fmt.Errorf("rockline: %s: %w: %s", op, ErrColumnFamilyExists, msg)
 	}
-	return fmt.Errorf("storage: %s: %w", op, err)
+	return fmt.Errorf("rockline: %s: %w", op, err)
 }

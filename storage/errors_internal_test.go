@@ -40,7 +40,7 @@ func TestMapError(t *testing.T) {
 				}
 			}
 			msg := got.Error()
-			if !strings.HasPrefix(msg, "storage: the op: ") {
+			if !strings.HasPrefix(msg, "rockline: the op: ") {
 				t.Errorf("message %q does not name the op", msg)
 			}
 			if !strings.Contains(msg, tc.in.Error()) {

@@ -177,7 +177,7 @@ func (db *DB) Family(name string) (*Family, error) {
 	if f := db.families.get(name); f != nil {
 		return f, nil
 	}
-	return nil, fmt.Errorf("storage: family %q: %w", name, ErrColumnFamilyNotFound)
+	return nil, fmt.Errorf("%w: %q", ErrColumnFamilyNotFound, name)
 }
 
 // Default returns the default family, which always exists. It returns nil after Close.
@@ -247,7 +247,7 @@ func (db *DB) CreateFamilyGeneration(name string, gen int, opts FamilyOptions) (
 	top := r.maxGen[name]
 	r.mu.RUnlock()
 	if live {
-		return nil, fmt.Errorf("storage: create family %q: %w", name, ErrColumnFamilyExists)
+		return nil, fmt.Errorf("rockline: create family %q: %w", name, ErrColumnFamilyExists)
 	}
 	switch {
 	case gen == 0:
@@ -284,10 +284,10 @@ func (db *DB) MaxGeneration(name string) int {
 // check verifies that f can be used with db.
 func (db *DB) check(f *Family) error {
 	if f == nil {
-		return fmt.Errorf("storage: nil column family: %w", ErrColumnFamilyNotFound)
+		return fmt.Errorf("rockline: nil column family: %w", ErrColumnFamilyNotFound)
 	}
 	if f.db != db {
-		return fmt.Errorf("storage: family %q: %w", f.name, ErrForeignFamily)
+		return fmt.Errorf("rockline: family %q: %w", f.name, ErrForeignFamily)
 	}
 	return nil
 }

@@ -38,7 +38,7 @@ func (db *DB) loadGenerations() error {
 		}
 		gen, n := binary.Uvarint(v)
 		if n <= 0 || gen == 0 || gen > 1<<31 {
-			return fmt.Errorf("storage: generation record %q holds %x: %w", k, v, ErrCorrupt)
+			return fmt.Errorf("rockline: generation record %q holds %x: %w", k, v, ErrCorrupt)
 		}
 		db.families.mu.Lock()
 		db.families.noteGen(string(k[len(genPrefix):]), int(gen))

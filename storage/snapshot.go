@@ -8,7 +8,7 @@ import (
 )
 
 // ErrReleased is returned by reads through a snapshot or iterator after its Release or Close.
-var ErrReleased = errors.New("storage: snapshot or iterator already released")
+var ErrReleased = errors.New("rockline: snapshot or iterator already released")
 
 // Snapshot is a consistent, read-only view of the database at the moment it was taken.
 // It must be released; Close releases snapshots still open.

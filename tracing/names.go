@@ -18,8 +18,11 @@ const (
 	SpanLaneWait = "rockline.lane.wait" // queued in a commit lane
 	SpanValidate = "rockline.validate"  // conflict check and user checks
 	SpanWrite    = "rockline.write"     // the RocksDB batch write
-	SpanPublish  = "rockline.publish"   // waiting for lower positions to be published
-	SpanDropCF   = "rockline.cf.drop"   // a column-family drop, from retire to physical drop
+	// SpanPublish is the wait for lower positions to be published. It measures
+	// about zero: one writer queue writes positions in order, so a commit waits
+	// only while the rest of its group is marked published.
+	SpanPublish = "rockline.publish"
+	SpanDropCF  = "rockline.cf.drop" // a column-family drop, from retire to physical drop
 )
 
 // Attribute keys.

@@ -18,9 +18,10 @@ const (
 	SpanLaneWait = "rockline.lane.wait" // queued in a commit lane
 	SpanValidate = "rockline.validate"  // conflict check and user checks
 	SpanWrite    = "rockline.write"     // the RocksDB batch write
-	// SpanPublish is the wait for lower positions to be published. It measures
-	// about zero: one writer queue writes positions in order, so a commit waits
-	// only while the rest of its group is marked published.
+	// SpanPublish is the wait for lower positions to be published. One writer
+	// queue writes positions in order and marks a group published before it wakes
+	// the group's commits, so a commit normally finds its position published at
+	// once; the span stays so that a wait, should one appear, shows.
 	SpanPublish = "rockline.publish"
 	SpanDropCF  = "rockline.cf.drop" // a column-family drop, from retire to physical drop
 )

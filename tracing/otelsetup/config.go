@@ -22,6 +22,10 @@ const (
 	ExporterOTLP   = "otlp"
 	ExporterStdout = "stdout"
 	ExporterNone   = "none"
+	// ExporterPrometheus (metrics only) serves a Prometheus scrape endpoint, set up by
+	// the OpenTelemetry contrib autoexport package from OTEL_METRICS_EXPORTER=prometheus
+	// and OTEL_EXPORTER_PROMETHEUS_HOST / _PORT (default localhost:9464).
+	ExporterPrometheus = "prometheus"
 )
 
 // OTLP protocols for Config.Protocol.
@@ -34,7 +38,9 @@ const (
 type Config struct {
 	ServiceName    string // resource service.name (default "rockline")
 	ServiceVersion string // resource service.version
-	// TracesExporter and MetricsExporter are "otlp", "stdout" or "none" (default).
+	// TracesExporter and MetricsExporter are "otlp", "stdout" or "none" (default);
+	// MetricsExporter may also be "prometheus" when OTEL_METRICS_EXPORTER says so
+	// (see ExporterPrometheus).
 	TracesExporter  string
 	MetricsExporter string
 	// Protocol is the OTLP protocol: "grpc" (default, port 4317) or "http/protobuf"
@@ -43,9 +49,10 @@ type Config struct {
 	// Endpoint is the OTLP base URL, e.g. "http://127.0.0.1:4317"; "http://" means no
 	// TLS. Empty means the protocol's default on localhost.
 	Endpoint string
-	// Sampler is an OTEL_TRACES_SAMPLER name: always_on (default), always_off,
-	// traceidratio, parentbased_always_on, parentbased_always_off,
-	// parentbased_traceidratio. SamplerArg is the ratio for the *traceidratio ones.
+	// Sampler is an OTEL_TRACES_SAMPLER name: parentbased_always_on (the default, as
+	// the specification has it), parentbased_always_off, parentbased_traceidratio,
+	// always_on, always_off, traceidratio. SamplerArg is the ratio for the
+	// *traceidratio ones.
 	Sampler    string
 	SamplerArg float64
 	// Stdout receives the stdout exporters' output (default os.Stdout).
@@ -78,12 +85,15 @@ var samplers = []string{"always_on", "always_off", "traceidratio", "parentbased_
 func (c Config) Validate() error { return c.validate(func(f string) string { return "Config." + f }) }
 
 func (c Config) validate(name func(field string) string) error {
-	for _, f := range []struct{ field, v string }{{"TracesExporter", c.TracesExporter}, {"MetricsExporter", c.MetricsExporter}} {
-		switch f.v {
-		case "", ExporterOTLP, ExporterStdout, ExporterNone:
-		default:
-			return &SettingError{Name: name(f.field), Value: f.v, Reason: `must be "otlp", "stdout" or "none"`}
-		}
+	switch c.TracesExporter {
+	case "", ExporterOTLP, ExporterStdout, ExporterNone:
+	default:
+		return &SettingError{Name: name("TracesExporter"), Value: c.TracesExporter, Reason: `must be "otlp", "stdout" or "none"`}
+	}
+	switch c.MetricsExporter {
+	case "", ExporterOTLP, ExporterStdout, ExporterNone, ExporterPrometheus:
+	default:
+		return &SettingError{Name: name("MetricsExporter"), Value: c.MetricsExporter, Reason: `must be "otlp", "stdout", "prometheus" or "none"`}
 	}
 	switch c.Protocol {
 	case "", ProtocolGRPC, ProtocolHTTP:
@@ -118,7 +128,7 @@ var envNames = map[string]string{
 
 // ConfigFromEnv reads the standard OTEL_* variables over base: OTEL_SERVICE_NAME,
 // OTEL_TRACES_EXPORTER and OTEL_METRICS_EXPORTER ("otlp", "console" or "stdout",
-// "none"), OTEL_EXPORTER_OTLP_ENDPOINT, OTEL_EXPORTER_OTLP_PROTOCOL ("grpc",
+// "none", and "prometheus" for metrics), OTEL_EXPORTER_OTLP_ENDPOINT, OTEL_EXPORTER_OTLP_PROTOCOL ("grpc",
 // "http/protobuf"), OTEL_TRACES_SAMPLER and OTEL_TRACES_SAMPLER_ARG. Setting
 // OTEL_EXPORTER_OTLP_ENDPOINT alone turns OTLP trace export on. A bad value returns a
 // *SettingError naming the variable.

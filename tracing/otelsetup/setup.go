@@ -3,10 +3,12 @@ package otelsetup
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/url"
 	"os"
 	"time"
 
+	"go.opentelemetry.io/contrib/exporters/autoexport"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetricgrpc"
 	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetrichttp"
@@ -42,7 +44,12 @@ func Setup(ctx context.Context, cfg Config, readers ...sdkmetric.Reader) (*Provi
 	if cfg.ServiceVersion != "" {
 		attrs = append(attrs, attribute.String("service.version", cfg.ServiceVersion))
 	}
-	res := resource.NewSchemaless(attrs...)
+	// OTEL_RESOURCE_ATTRIBUTES first, then the Config (which ConfigFromEnv filled from
+	// OTEL_SERVICE_NAME), so the service name the specification prefers wins.
+	res, err := resource.New(ctx, resource.WithFromEnv(), resource.WithTelemetrySDK(), resource.WithAttributes(attrs...))
+	if err != nil {
+		return nil, &SettingError{Name: "OTEL_RESOURCE_ATTRIBUTES", Value: os.Getenv("OTEL_RESOURCE_ATTRIBUTES"), Reason: err.Error()}
+	}
 	topts := []sdktrace.TracerProviderOption{sdktrace.WithResource(res), sdktrace.WithSampler(sampler(cfg))}
 	if exp, err := spanExporter(ctx, cfg); err != nil {
 		return nil, err
@@ -50,7 +57,13 @@ func Setup(ctx context.Context, cfg Config, readers ...sdkmetric.Reader) (*Provi
 		topts = append(topts, sdktrace.WithBatcher(exp, sdktrace.WithBatchTimeout(500*time.Millisecond)))
 	}
 	mopts := []sdkmetric.Option{sdkmetric.WithResource(res)}
-	if exp, err := metricExporter(ctx, cfg); err != nil {
+	if cfg.MetricsExporter == ExporterPrometheus {
+		r, err := prometheusReader(ctx)
+		if err != nil {
+			return nil, err
+		}
+		mopts = append(mopts, sdkmetric.WithReader(r))
+	} else if exp, err := metricExporter(ctx, cfg); err != nil {
 		return nil, err
 	} else if exp != nil {
 		mopts = append(mopts, sdkmetric.WithReader(sdkmetric.NewPeriodicReader(exp)))
@@ -119,6 +132,22 @@ func metricExporter(ctx context.Context, cfg Config) (sdkmetric.Exporter, error)
 		return otlpmetricgrpc.New(ctx, otlpmetricgrpc.WithEndpointURL(base))
 	}
 	return nil, nil
+}
+
+// prometheusReader builds the Prometheus scrape endpoint with the contrib autoexport
+// package, which reads OTEL_EXPORTER_PROMETHEUS_HOST and _PORT and serves /metrics;
+// it needs OTEL_METRICS_EXPORTER=prometheus, which is how the specification asks for
+// it. (An application that serves /metrics itself passes its own reader to Setup.)
+func prometheusReader(ctx context.Context) (sdkmetric.Reader, error) {
+	if v := os.Getenv("OTEL_METRICS_EXPORTER"); v != ExporterPrometheus {
+		return nil, &SettingError{Name: "Config.MetricsExporter", Value: ExporterPrometheus,
+			Reason: fmt.Sprintf("is set up from the environment: set OTEL_METRICS_EXPORTER=prometheus (it is %q), or pass a Prometheus reader to Setup", v)}
+	}
+	r, err := autoexport.NewMetricReader(ctx)
+	if err != nil {
+		return nil, &SettingError{Name: "OTEL_EXPORTER_PROMETHEUS_PORT", Value: os.Getenv("OTEL_EXPORTER_PROMETHEUS_PORT"), Reason: err.Error()}
+	}
+	return r, nil
 }
 
 func joinPath(base, p string) string {

@@ -4,11 +4,17 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
+
+	"go.opentelemetry.io/otel/trace"
 
 	"go.uber.org/goleak"
 
@@ -47,6 +53,12 @@ func TestConfigFromEnv(t *testing.T) {
 		{name: "bad protocol", env: map[string]string{"OTEL_EXPORTER_OTLP_PROTOCOL": "http/json"}, wantVar: "OTEL_EXPORTER_OTLP_PROTOCOL"},
 		{name: "bad exporter", env: map[string]string{"OTEL_TRACES_EXPORTER": "zipkin"}, wantVar: "OTEL_TRACES_EXPORTER"},
 		{name: "bad metrics exporter", env: map[string]string{"OTEL_METRICS_EXPORTER": "prom"}, wantVar: "OTEL_METRICS_EXPORTER"},
+		{name: "prometheus metrics", env: map[string]string{"OTEL_METRICS_EXPORTER": "prometheus"}, check: func(t *testing.T, c Config) {
+			if c.MetricsExporter != ExporterPrometheus {
+				t.Errorf("got %+v", c)
+			}
+		}},
+		{name: "prometheus is for metrics only", env: map[string]string{"OTEL_TRACES_EXPORTER": "prometheus"}, wantVar: "OTEL_TRACES_EXPORTER"},
 		{name: "endpoint without scheme", env: map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "127.0.0.1:4317"}, wantVar: "OTEL_EXPORTER_OTLP_ENDPOINT"},
 		{name: "bad sampler", env: map[string]string{"OTEL_TRACES_SAMPLER": "sometimes"}, wantVar: "OTEL_TRACES_SAMPLER"},
 		{name: "sampler arg not a number", env: map[string]string{"OTEL_TRACES_SAMPLER_ARG": "half"}, wantVar: "OTEL_TRACES_SAMPLER_ARG"},
@@ -128,5 +140,80 @@ func TestSetupRejectsBadConfig(t *testing.T) {
 	var se *SettingError
 	if !errors.As(err, &se) || se.Name != "Config.TracesExporter" {
 		t.Fatalf("Setup = %v; want *SettingError naming Config.TracesExporter", err)
+	}
+}
+
+// OTEL_METRICS_EXPORTER=prometheus serves a real scrape endpoint on the host and port
+// the environment names, which Shutdown closes.
+func TestSetupPrometheusFromEnv(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	t.Setenv("OTEL_METRICS_EXPORTER", "prometheus")
+	t.Setenv("OTEL_EXPORTER_PROMETHEUS_HOST", "127.0.0.1")
+	t.Setenv("OTEL_EXPORTER_PROMETHEUS_PORT", strconv.Itoa(port))
+	cfg, err := ConfigFromEnv(Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := Setup(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	counter, _ := p.MeterProvider.Meter("test").Int64Counter("rockline.scraped")
+	counter.Add(context.Background(), 7)
+	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/metrics", port))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(body), "rockline_scraped") {
+		t.Errorf("scrape lacks rockline_scraped:\n%.2000s", body)
+	}
+	if err := p.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Asked for in the Config without the environment, prometheus is a *SettingError that
+// says how to set it up.
+func TestSetupPrometheusNeedsEnv(t *testing.T) {
+	t.Setenv("OTEL_METRICS_EXPORTER", "")
+	_, err := Setup(context.Background(), Config{MetricsExporter: ExporterPrometheus})
+	var se *SettingError
+	if !errors.As(err, &se) || !strings.Contains(err.Error(), "OTEL_METRICS_EXPORTER=prometheus") {
+		t.Fatalf("Setup = %v; want a *SettingError naming OTEL_METRICS_EXPORTER=prometheus", err)
+	}
+}
+
+// OTEL_RESOURCE_ATTRIBUTES reaches the exported resource, and the default sampler is
+// parent-based: the child of a remote parent that was not sampled is not recorded.
+func TestSetupResourceFromEnvAndParentBasedSampler(t *testing.T) {
+	t.Setenv("OTEL_RESOURCE_ATTRIBUTES", "deployment.environment=model-test")
+	var out bytes.Buffer
+	p, err := Setup(context.Background(), Config{TracesExporter: ExporterStdout, ServiceName: "svc", Stdout: &out})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := p.TracerProvider.Tracer("test")
+	unsampled := trace.ContextWithRemoteSpanContext(context.Background(), trace.NewSpanContext(trace.SpanContextConfig{
+		TraceID: trace.TraceID{1}, SpanID: trace.SpanID{1}, Remote: true,
+	}))
+	_, child := tr.Start(unsampled, "child")
+	if child.IsRecording() {
+		t.Error("a child of an unsampled remote parent is recording: the default sampler is not parent-based")
+	}
+	child.End()
+	_, root := tr.Start(context.Background(), tracing.SpanCommit)
+	root.End()
+	if err := p.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "model-test") {
+		t.Errorf("stdout export lacks the resource attribute from OTEL_RESOURCE_ATTRIBUTES:\n%.2000s", out.String())
 	}
 }

@@ -43,10 +43,6 @@ func (db *DB) CreateColumnFamily(name string) (*ColumnFamily, error) {
 	if err := checkFamilyName("CreateColumnFamily", name); err != nil {
 		return nil, err
 	}
-	opts, ok := db.cfg.Families[name]
-	if !ok {
-		opts = db.cfg.FamilyDefaults
-	}
 	db.familyMu.Lock()
 	defer db.familyMu.Unlock()
 	if err := db.enter(); err != nil {
@@ -58,7 +54,7 @@ func (db *DB) CreateColumnFamily(name string) (*ColumnFamily, error) {
 		return nil, err
 	}
 	defer db.seq.Release(readPos)
-	f, err := db.store.CreateFamily(name, opts)
+	f, err := db.store.CreateFamily(name, db.familyOptions(name))
 	if err != nil {
 		return nil, closedErr(err)
 	}
@@ -186,11 +182,10 @@ func (db *DB) dropFamily(name string, done func(error)) error {
 	}, done)
 }
 
-// recordFamily commits the log entry of the creation (or drop) of the family generation
-// named qualified through the validator, so
-// it takes the next dense position like any commit. The entry also writes (or deletes)
-// its marker in the streams family, which says the log holds its creation and not yet
-// its drop. The entry is as durable as a commit (Config.Sync, Config.DisableWAL): the
+// recordFamily commits, through the validator, the log entry of the creation (or drop)
+// of the family generation named qualified, so it takes the next dense position like
+// any commit. The entry also writes (or deletes) the generation's marker in the streams
+// family, which says the log holds its creation and not yet its drop. The entry is as durable as a commit (Config.Sync, Config.DisableWAL): the
 // family change itself is durable before the entry is written (RocksDB's manifest for a
 // creation, storage's synced intent for a drop), and an entry lost to a crash is
 // written again by the next Open (reconcileFamilies). The caller holds familyMu, the
@@ -231,8 +226,12 @@ func (db *DB) recordFamily(readPos uint64, qualified string, drop bool) error {
 // in the log.
 func familyMarker(qualified string) []byte { return append([]byte("mfamily/"), qualified...) }
 
-// familyMarkerPrefix starts every family marker.
-var familyMarkerPrefix = familyMarker("")
+// familyMarkerPrefix starts every family marker; familyMarkerEnd is the first key
+// past them all ('0' follows '/').
+var (
+	familyMarkerPrefix = familyMarker("")
+	familyMarkerEnd    = []byte("mfamily0")
+)
 
 // reconcileFamilies, at Open, makes the log agree with the families on disk: a live
 // family without a marker (a crash between creating it and writing its entry, or a
@@ -247,8 +246,7 @@ func (db *DB) reconcileFamilies() error {
 		return err
 	}
 	marked := make(map[string]bool)
-	upper := []byte("mfamily0") // the first key past every "mfamily/" key
-	it, err := db.store.NewIterator(db.streamsCF.f, storage.IterOptions{Lower: familyMarkerPrefix, Upper: upper})
+	it, err := db.store.NewIterator(db.streamsCF.f, storage.IterOptions{Lower: familyMarkerPrefix, Upper: familyMarkerEnd})
 	if err != nil {
 		return err
 	}

@@ -17,6 +17,8 @@ type txnBuffers struct {
 	reads  []uint64
 	index  map[uint64]int32  // Txn.index, empty
 	fams   []*storage.Family // Txn.readFams
+	// positioned are Txn.positioned.
+	positioned []positionedPut
 }
 
 // maxPooledBytes keeps a transaction that wrote a lot from pinning its buffers in the pool.
@@ -37,6 +39,7 @@ func putBuffers(b *txnBuffers) {
 	clear(b.ops) // drop family pointers
 	clear(b.fams)
 	clear(b.index)
-	b.arena, b.ops, b.writes, b.reads, b.fams = b.arena[:0], b.ops[:0], b.writes[:0], b.reads[:0], b.fams[:0]
+	clear(b.positioned)
+	b.arena, b.ops, b.writes, b.reads, b.fams, b.positioned = b.arena[:0], b.ops[:0], b.writes[:0], b.reads[:0], b.fams[:0], b.positioned[:0]
 	bufferPool.Put(b)
 }

@@ -234,6 +234,11 @@ func (t *Txn) claim() ([]*storage.Family, error) {
 			return nil, err
 		}
 	}
+	for _, p := range t.positioned {
+		if err := take(p.family); err != nil {
+			return nil, err
+		}
+	}
 	for _, f := range t.readFams {
 		if err := take(f); err != nil {
 			return nil, err
@@ -258,31 +263,28 @@ func (t *Txn) record() *validators.Commit {
 		Writes:    t.writes,
 		Ops:       t.ops,
 		Batch:     t.batch,
-		HasRecord: len(t.events) > 0,
+		HasRecord: len(t.events) > 0 || len(t.positioned) > 0,
 		Entry:     t.encodeEntry,
 	}
 }
 
-// encodeEntry is the validator's EntryFunc: it adds the stream index records, which
-// need the position, to b and encodes the log entry with every write.
+// encodeEntry is the validator's EntryFunc: it encodes the log entry with every event
+// and write, and adds the PutAtCommit writes, which need the position, to b.
 func (t *Txn) encodeEntry(b *storage.Batch, dst []byte, pos uint64, unixNano int64) ([]byte, error) {
-	enc := logentry.NewEncoder(dst, pos, unixNano, false, len(t.events), len(t.ops)+t.positionedWrites())
+	enc := logentry.NewEncoder(dst, pos, unixNano, false, len(t.events), len(t.ops)+len(t.positioned))
 	for _, e := range t.events {
 		enc.Event(e.ID, e.Type, e.Data, e.Metadata)
 	}
 	for _, op := range t.ops {
 		enc.Write(op.Family.QualifiedName(), op.Key, op.Value, op.Delete)
 	}
-	streams := t.db.streamsCF.f
-	for _, a := range t.appends {
-		for i := a.from; i < a.to; i++ {
-			k := eventKey(a.stream, a.first+uint64(i-a.from))
-			v := eventValue(pos, i, t.events[i].ID)
-			if err := b.Put(streams, k, v); err != nil {
-				return nil, err
-			}
-			enc.Write(streams.QualifiedName(), k, v, false)
+	var scratch []byte
+	for _, p := range t.positioned {
+		scratch = p.value(scratch[:0], pos, p.payload)
+		if err := t.putPositioned(b, p, scratch); err != nil {
+			return nil, err
 		}
+		enc.Write(p.family.QualifiedName(), p.key, scratch, false)
 	}
 	return enc.Finish(), nil
 }

@@ -7,6 +7,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/rockline/rockline/internal/storagefaults"
 	"github.com/rockline/rockline/internal/testhooks"
 	"github.com/rockline/rockline/lanes"
 	"github.com/rockline/rockline/storage"
@@ -155,13 +156,6 @@ func storageConfigError(prefix string, err error) error {
 	return err
 }
 
-func (c Config) storageFaults() *storage.Faults {
-	if c.hooks == nil {
-		return nil
-	}
-	return c.hooks.StorageFaults
-}
-
 // storageOptions maps the config onto the storage layer's options.
 func (c Config) storageOptions() storage.Options {
 	fams := make(map[string]storage.FamilyOptions, len(c.Families)+1)
@@ -169,13 +163,16 @@ func (c Config) storageOptions() storage.Options {
 		fams[n] = f
 	}
 	fams[logFamily] = storage.FamilyOptions{}
-	fams[streamsFamily] = storage.FamilyOptions{}
-	return storage.Options{
+	fams[systemFamily] = storage.FamilyOptions{}
+	o := storage.Options{
 		Families:       fams,
 		FamilyDefaults: c.FamilyDefaults,
 		DisableWAL:     c.DisableWAL,
 		Sync:           c.Sync,
 		BlockCacheSize: c.BlockCacheSize,
-		Faults:         c.storageFaults(),
 	}
+	if c.hooks != nil && c.hooks.StorageFaults != nil {
+		o = storagefaults.With(o, c.hooks.StorageFaults)
+	}
+	return o
 }

@@ -23,7 +23,15 @@ import (
 // logFamily holds the commit log: one entry per position, big-endian position keys.
 const logFamily = "rockline.log"
 
-// reservedPrefix starts the names of families rockline keeps for itself.
+// systemFamily holds rockline's own records: settings (truncation, checkpoints, the
+// folder's format) and the family markers.
+//
+//	'm' name                   -> a setting (see retention.go, layers.go)
+//	"mfamily/" qualified name  -> 1: the family generation's creation is in the log
+const systemFamily = "rockline.system"
+
+// reservedPrefix starts the names of families rockline keeps for itself: the log, the
+// system family and the families of layers (LayerFamily).
 const reservedPrefix = "rockline."
 
 func isReserved(name string) bool { return strings.HasPrefix(name, reservedPrefix) }
@@ -42,8 +50,7 @@ type DB struct {
 	cfg   Config
 	store *storage.DB
 	log   *storage.Family
-	// streamsCF holds stream heads and event records (see streamsFamily).
-	streamsCF *ColumnFamily
+	sys   *storage.Family // see systemFamily
 	// truncated is the first log position kept after TruncateLog (0: nothing cut).
 	truncated atomic.Uint64
 	seq       *validators.Sequencer
@@ -102,12 +109,14 @@ func open(dir string, cfg Config, createFamilies bool) (*DB, error) {
 		st.Close()
 		return nil, err
 	}
-	sf, err := st.Family(streamsFamily)
-	if err != nil {
+	if db.sys, err = st.Family(systemFamily); err != nil {
 		st.Close()
 		return nil, err
 	}
-	db.streamsCF = db.wrap(sf)
+	if err := db.upgradeFormat(); err != nil {
+		st.Close()
+		return nil, err
+	}
 	if err := db.loadTruncation(); err != nil {
 		st.Close()
 		return nil, err

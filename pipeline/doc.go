@@ -35,7 +35,7 @@
 // rockline.commit.duration through Config.MeterProvider; both default to otel's global
 // providers, which rockline never sets.
 //
-// # The log and streams
+// # The log, and layers over it
 //
 // Every commit gets one log entry holding its events (AddEvents) and its write set, and
 // every family creation and drop gets an entry of its own naming the generation, so
@@ -44,10 +44,17 @@
 // LogIterator return published entries only, deliver the intact entries before a
 // corrupt one, and report positions removed by a concurrent TruncateLog as
 // ErrLogTruncated; Subscribe catches up from the log and then follows
-// publication, and never slows a writer. Streams (Append, ReadStream) sit on the same
-// path: a stream's head is read and written through the transaction, so two appends
-// that expect the same revision conflict and exactly one wins; the loser gets a
-// *WrongExpectedVersionError. Checkpoint and TruncateLog bound the log's size.
+// publication, and never slows a writer. Checkpoint and TruncateLog bound the log's
+// size.
+//
+// Layers are built on this API alone. The event store (package eventstore: streams,
+// expected revisions, idempotent appends) keeps its records in a family of its own
+// (LayerFamily), reads and writes a stream's head through the transaction like any
+// key, and writes the records that point at their own commit with PutAtCommit, the
+// one hook that sees the commit's log position; the core knows nothing of its key
+// layout. An application that only runs transactions imports pipeline alone; one
+// that appends to streams imports eventstore too (it cannot be re-exported here, as
+// it is built on this package).
 //
 // # Column families and close
 //
@@ -66,12 +73,11 @@
 //
 //   - A transaction's snapshot may also include commits that were completing while it
 //     began (written, not yet published). That can only cause a false conflict,
-//     never a missed one; ReadStream waits for such commits to be published so it
-//     agrees with what an Append saw.
+//     never a missed one; WaitForPosition lets a layer that found a record of such a
+//     commit wait until its entry is published.
 //   - Empty keys are refused (*ArgumentError); keys are at most 64 KiB and values at
 //     most 1 GiB (storage.MaxKeySize, storage.MaxValueSize).
 //   - A write that fails after its position was assigned leaves a filler entry at that
 //     position (Filler is true, no events, no writes); if even that fails the database
 //     stops (ErrStopped) and the next Open fills the gap.
-//   - Stream revisions start at 0; NoStream means no event yet.
 package pipeline

@@ -15,6 +15,8 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
+	"github.com/rockline/rockline/eventstore"
+	"github.com/rockline/rockline/internal/storagefaults"
 	"github.com/rockline/rockline/internal/testhooks"
 	"github.com/rockline/rockline/pipeline"
 	"github.com/rockline/rockline/storage"
@@ -367,7 +369,7 @@ func TestDropKeepsOpenReads(t *testing.T) {
 // dropped; an unknown name is not found.
 func TestDropProtectedFamilies(t *testing.T) {
 	db, _ := openDB(t, pipeline.Config{})
-	for _, name := range []string{"default", "rockline.log", "rockline.streams", "rockline.meta", "rockline.other"} {
+	for _, name := range []string{"default", "rockline.log", "rockline.system", "rockline.streams", "rockline.meta", "rockline.other"} {
 		err := db.DropColumnFamily(name)
 		var ae *pipeline.ArgumentError
 		if !errors.As(err, &ae) || !errors.Is(err, pipeline.ErrInvalidArgument) {
@@ -379,10 +381,14 @@ func TestDropProtectedFamilies(t *testing.T) {
 	}
 	dropCheckCounts(t, db, 0, 0)
 	put(t, db, db.Default(), "k", "v")
-	if _, err := db.Append(context.Background(), "s", pipeline.NoStream, pipeline.Event{Type: "t"}); err != nil {
+	es, err := eventstore.New(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := es.Append(context.Background(), "s", eventstore.NoStream, pipeline.Event{Type: "t"}); err != nil {
 		t.Fatalf("Append after refused drops: %v", err)
 	}
-	if evs, err := db.ReadStream("s", 0, 10); err != nil || len(evs) != 1 {
+	if evs, err := es.ReadStream(context.Background(), "s", 0, 10); err != nil || len(evs) != 1 {
 		t.Fatalf("ReadStream = %d events, %v", len(evs), err)
 	}
 	dropCheckDense(t, db)
@@ -545,8 +551,8 @@ func testDropCloseRace(t *testing.T, mode commitMode, closeFirst bool) {
 // call succeeds, the name is gone) and pending, with the failure in StorageStats. It
 // is retried by the next drop, at Close and at Open.
 func TestDropPhysicalFailure(t *testing.T) {
-	newFaults := func(failing *atomic.Bool, calls *atomic.Int64) *storage.Faults {
-		return &storage.Faults{Drop: func(name string) error {
+	newFaults := func(failing *atomic.Bool, calls *atomic.Int64) *storagefaults.Faults {
+		return &storagefaults.Faults{Drop: func(name string) error {
 			calls.Add(1)
 			if failing.Load() {
 				return fmt.Errorf("injected drop failure for %s", name)

@@ -15,13 +15,25 @@ type Event struct {
 	Metadata []byte
 }
 
-// Limits on events and stream names.
+// Limits on events.
 const (
-	MaxEventTypeLen  = 256
-	MaxEventIDLen    = 256
-	MaxStreamNameLen = 1024
-	MaxEventDataLen  = 64 << 20
+	MaxEventTypeLen = 256
+	MaxEventIDLen   = 256
+	MaxEventDataLen = 64 << 20
 )
+
+// CheckEvents returns the *ArgumentError AddEvents would return for events, naming op
+// as the operation, or nil. A layer that writes more than the events (the event store
+// writes a stream head) calls it first, so a bad event leaves the transaction
+// unchanged.
+func CheckEvents(op string, events []Event) error {
+	for i, e := range events {
+		if err := checkEvent(op, i, e); err != nil {
+			return err
+		}
+	}
+	return nil
+}
 
 func checkEvent(op string, i int, e Event) error {
 	arg := fmt.Sprintf("events[%d]", i)
@@ -50,10 +62,8 @@ func (t *Txn) AddEvents(events ...Event) error {
 	if err := t.usable(); err != nil {
 		return err
 	}
-	for i, e := range events {
-		if err := checkEvent("Txn.AddEvents", i, e); err != nil {
-			return err
-		}
+	if err := CheckEvents("Txn.AddEvents", events); err != nil {
+		return err
 	}
 	t.addEvents(events)
 	return nil

@@ -184,14 +184,15 @@ func (db *DB) dropFamily(name string, done func(error)) error {
 
 // recordFamily commits, through the validator, the log entry of the creation (or drop)
 // of the family generation named qualified, so it takes the next dense position like
-// any commit. The entry also writes (or deletes) the generation's marker in the streams
-// family, which says the log holds its creation and not yet its drop. The entry is as durable as a commit (Config.Sync, Config.DisableWAL): the
-// family change itself is durable before the entry is written (RocksDB's manifest for a
-// creation, storage's synced intent for a drop), and an entry lost to a crash is
-// written again by the next Open (reconcileFamilies). The caller holds familyMu, the
+// any commit. The entry also writes (or deletes) the generation's marker in the system
+// family, which says the log holds its creation and not yet its drop. The entry is as
+// durable as a commit (Config.Sync, Config.DisableWAL): the family change itself is
+// durable before the entry is written (RocksDB's manifest for a creation, storage's
+// synced intent for a drop), and an entry lost to a crash is written again by the next
+// Open (reconcileFamilies). The caller holds familyMu, the
 // gate and a read position.
 func (db *DB) recordFamily(readPos uint64, qualified string, drop bool) error {
-	streams := db.streamsCF.f
+	sys := db.sys
 	marker := familyMarker(qualified)
 	c := &validators.Commit{
 		ReadPos:   readPos,
@@ -199,13 +200,13 @@ func (db *DB) recordFamily(readPos uint64, qualified string, drop bool) error {
 		HasRecord: true,
 		System:    true,
 		Entry: func(b *storage.Batch, dst []byte, pos uint64, unixNano int64) ([]byte, error) {
-			w := logentry.Write{Family: streams.QualifiedName(), Key: marker, Delete: drop}
+			w := logentry.Write{Family: sys.QualifiedName(), Key: marker, Delete: drop}
 			var err error
 			if drop {
-				err = b.Delete(streams, marker)
+				err = b.Delete(sys, marker)
 			} else {
 				w.Value = []byte{1}
-				err = b.Put(streams, marker, w.Value)
+				err = b.Put(sys, marker, w.Value)
 			}
 			if err != nil {
 				return nil, err
@@ -222,7 +223,7 @@ func (db *DB) recordFamily(readPos uint64, qualified string, drop bool) error {
 	return db.seq.Wait(pos)
 }
 
-// familyMarker is the streams-family key that says a family generation's creation is
+// familyMarker is the system-family key that says a family generation's creation is
 // in the log.
 func familyMarker(qualified string) []byte { return append([]byte("mfamily/"), qualified...) }
 
@@ -246,7 +247,7 @@ func (db *DB) reconcileFamilies() error {
 		return err
 	}
 	marked := make(map[string]bool)
-	it, err := db.store.NewIterator(db.streamsCF.f, storage.IterOptions{Lower: familyMarkerPrefix, Upper: familyMarkerEnd})
+	it, err := db.store.NewIterator(db.sys, storage.IterOptions{Lower: familyMarkerPrefix, Upper: familyMarkerEnd})
 	if err != nil {
 		return err
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/rockline/rockline/eventstore"
 	"github.com/rockline/rockline/pipeline"
 )
 
@@ -289,15 +290,19 @@ func TestReadsRacingClose(t *testing.T) {
 	ctx := context.Background()
 	for round := range 20 {
 		db, _ := openDB(t, pipeline.Config{})
+		es, err := eventstore.New(db)
+		if err != nil {
+			t.Fatal(err)
+		}
 		for i := range 50 {
-			if _, err := db.Append(ctx, fmt.Sprintf("s%d", i%3), pipeline.Any, pipeline.Event{ID: fmt.Sprintf("e%d", i), Type: "t"}); err != nil {
+			if _, err := es.Append(ctx, fmt.Sprintf("s%d", i%3), eventstore.Any, pipeline.Event{ID: fmt.Sprintf("e%d", i), Type: "t"}); err != nil {
 				t.Fatal(err)
 			}
 		}
 		reads := map[string]func() error{
 			"ReadLog":    func() error { _, err := db.ReadLog(1, 100); return err },
 			"Entry":      func() error { _, err := db.Entry(7); return err },
-			"ReadStream": func() error { _, err := db.ReadStream("s1", 0, 100); return err },
+			"ReadStream": func() error { _, err := es.ReadStream(ctx, "s1", 0, 100); return err },
 			"LogIterator": func() error {
 				it := db.LogIterator(1)
 				for it.Next() {

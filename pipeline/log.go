@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"time"
@@ -230,3 +231,28 @@ func (it *LogIterator) Entry() LogEntry { return it.cur }
 // Err returns the error that stopped the iterator, if any. It is set once Next has
 // returned false.
 func (it *LogIterator) Err() error { return it.err }
+
+// WaitForPosition returns once log position pos, and every position below it, is
+// published (at once if it already is), so an entry a reader found through a record
+// written with it (a stream index entry) can be read with Entry. It returns ctx's
+// error when ctx ends first, ErrClosed when the database closes first, and the error
+// that stopped the database (ErrStopped) if it stops. A position nobody has been
+// assigned yet is waited for like any other.
+func (db *DB) WaitForPosition(ctx context.Context, pos uint64) error {
+	for {
+		changed := db.seq.Changed()
+		if db.seq.Published() >= pos {
+			return nil
+		}
+		if err := db.seq.Err(); err != nil {
+			return err
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-db.done:
+			return ErrClosed
+		}
+	}
+}

@@ -139,3 +139,20 @@ func wait(t testing.TB, wait func(), what string) {
 }
 
 func key(format string, args ...any) []byte { return []byte(fmt.Sprintf(format, args...)) }
+
+// wantArgumentError fails unless err is an *ArgumentError naming arg (and matching
+// ErrInvalidArgument).
+func wantArgumentError(t testing.TB, what string, err error, arg string) {
+	t.Helper()
+	var ae *pipeline.ArgumentError
+	if !errors.As(err, &ae) {
+		t.Errorf("%s: error %v, want an *ArgumentError for %s", what, err, arg)
+		return
+	}
+	if ae.Arg != arg {
+		t.Errorf("%s: ArgumentError names %q (%v), want %q", what, ae.Arg, err, arg)
+	}
+	if !errors.Is(err, pipeline.ErrInvalidArgument) {
+		t.Errorf("%s: %v does not match ErrInvalidArgument", what, err)
+	}
+}

@@ -9,21 +9,22 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rockline/rockline/eventstore"
 	"github.com/rockline/rockline/pipeline"
 )
 
 // readmeUsage is the README's usage example, verbatim between the markers (a test
 // checks that they agree).
-func readmeUsage(ctx context.Context, dir string) (pipeline.AppendResult, error) {
+func readmeUsage(ctx context.Context, dir string) (eventstore.AppendResult, error) {
 	// README begin
 	db, err := pipeline.Open(dir, pipeline.Config{}) // 2-4 lanes, parallel validation
 	if err != nil {
-		return pipeline.AppendResult{}, err
+		return eventstore.AppendResult{}, err
 	}
 	defer db.Close()
 	accounts, err := db.EnsureColumnFamily("accounts") // open it, or create it on the first run
 	if err != nil {
-		return pipeline.AppendResult{}, err
+		return eventstore.AppendResult{}, err
 	}
 	// Update re-runs the function on ErrConflict, with jittered backoff.
 	err = db.Update(ctx, func(tx *pipeline.Txn) error {
@@ -36,7 +37,15 @@ func readmeUsage(ctx context.Context, dir string) (pipeline.AppendResult, error)
 		n, _ := strconv.Atoi(string(v))
 		return tx.Put(accounts, []byte("alice"), []byte(strconv.Itoa(n+1)))
 	})
-	res, err := db.Append(ctx, "order-42", pipeline.NoStream, pipeline.Event{ID: "e1", Type: "placed"})
+	if err != nil {
+		return eventstore.AppendResult{}, err
+	}
+	// Streams: the event store, a layer over the same transactions and log.
+	store, err := eventstore.New(db)
+	if err != nil {
+		return eventstore.AppendResult{}, err
+	}
+	res, err := store.Append(ctx, "order-42", eventstore.NoStream, eventstore.Event{ID: "e1", Type: "placed"})
 	// README end
 	return res, err
 }
@@ -85,7 +94,7 @@ func TestReadmeUsageMatches(t *testing.T) {
 	norm := func(s string) []string {
 		var out []string
 		for _, l := range strings.Split(s, "\n") {
-			l = strings.TrimSpace(strings.ReplaceAll(l, "pipeline.AppendResult{}, ", ""))
+			l = strings.TrimSpace(strings.ReplaceAll(l, "eventstore.AppendResult{}, ", ""))
 			if l != "" {
 				out = append(out, l)
 			}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/rockline/rockline/eventstore"
 	"github.com/rockline/rockline/internal/testhooks"
 	"github.com/rockline/rockline/pipeline"
 )
@@ -81,6 +82,26 @@ func sameState(t *testing.T, want, got *pipeline.DB, streams []string) {
 	}
 }
 
+// store returns db's event store.
+func store(t testing.TB, db *pipeline.DB) *eventstore.Store {
+	t.Helper()
+	es, err := eventstore.New(db)
+	if err != nil {
+		t.Fatalf("eventstore.New: %v", err)
+	}
+	return es
+}
+
+// streamEvents reads the whole stream forward.
+func streamEvents(t testing.TB, db *pipeline.DB, stream string) []eventstore.RecordedEvent {
+	t.Helper()
+	evs, err := store(t, db).ReadStream(context.Background(), stream, 0, 1<<20)
+	if err != nil {
+		t.Fatalf("ReadStream(%s): %v", stream, err)
+	}
+	return evs
+}
+
 // ignorable reports whether a workload operation failed for a reason the workload
 // provokes on purpose: contention beyond Update's retries, or the family it wrote being
 // dropped (or not yet re-created) under it.
@@ -128,11 +149,18 @@ func workloadOp(ctx context.Context, db *pipeline.DB, rng *rand.Rand, tag string
 			return tx.Delete(cf, key("k%02d", rng.IntN(16)))
 		})
 	case 6:
-		_, err := db.Append(ctx, stream, pipeline.Any, ev)
+		es, err := eventstore.New(db)
+		if err == nil {
+			_, err = es.Append(ctx, stream, eventstore.Any, ev)
+		}
 		return err
 	case 7:
 		return db.Update(ctx, func(tx *pipeline.Txn) error { return tx.AddEvents(ev) })
 	default:
+		es, err := eventstore.New(db)
+		if err != nil {
+			return err
+		}
 		return withCF(func(tx *pipeline.Txn, cf *pipeline.ColumnFamily) error {
 			if err := tx.Put(cf, k, []byte(tag)); err != nil {
 				return err
@@ -140,7 +168,7 @@ func workloadOp(ctx context.Context, db *pipeline.DB, rng *rand.Rand, tag string
 			if err := tx.Put(db.Default(), k, []byte(tag)); err != nil {
 				return err
 			}
-			if err := tx.Append(stream, pipeline.Any, ev); err != nil {
+			if err := es.AppendTxn(tx, stream, eventstore.Any, ev); err != nil {
 				return err
 			}
 			return tx.AddEvents(pipeline.Event{Type: "side-effect"})
@@ -348,7 +376,7 @@ func TestCheckpointPlusTail(t *testing.T) {
 			appendTo := func(stream string, n int) {
 				t.Helper()
 				for i := range n {
-					if _, err := db.Append(ctx, stream, pipeline.Any, pipeline.Event{Type: "t", Data: []byte(fmt.Sprint(i))}); err != nil {
+					if _, err := store(t, db).Append(ctx, stream, eventstore.Any, pipeline.Event{Type: "t", Data: []byte(fmt.Sprint(i))}); err != nil {
 						t.Fatal(err)
 					}
 				}

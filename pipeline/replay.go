@@ -144,11 +144,19 @@ func (db *DB) replayCreate(name string, gen int) error {
 // the log never announced (a log written before family changes were recorded) is
 // created on first sight, replacing an older live generation.
 func (db *DB) replayFamily(name string, gen int) (*storage.Family, error) {
-	if name == streamsFamily {
-		return db.streamsCF.f, nil
-	}
-	if isReserved(name) {
-		return nil, &ArgumentError{Op: "Replay", Arg: "write family", Reason: fmt.Sprintf("%q is reserved", name)}
+	switch {
+	case name == systemFamily:
+		return db.sys, nil
+	case name == logFamily:
+		return nil, &ArgumentError{Op: "Replay", Arg: "write family", Reason: fmt.Sprintf("%q is the log itself", name)}
+	case isReserved(name): // a layer's family (LayerFamily): never dropped, created on first use
+		if gen != 1 {
+			return nil, &ArgumentError{Op: "Replay", Arg: "write family", Reason: fmt.Sprintf("%q generation %d: a layer's family has only generation 1", name, gen)}
+		}
+		if err := storage.ValidateFamilyName(name); err != nil {
+			return nil, &ArgumentError{Op: "Replay", Arg: "write family", Reason: fmt.Sprintf("%q is not a valid family name", name), Err: err}
+		}
+		return db.layerFamily(name)
 	}
 	if err := checkFamilyName("Replay", name); err != nil {
 		return nil, err

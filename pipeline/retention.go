@@ -18,7 +18,7 @@ var (
 var ErrNotCheckpointed = errors.New("rockline: log positions not covered by a checkpoint")
 
 func (db *DB) loadTruncation() error {
-	v, err := db.store.Get(db.streamsCF.f, metaTruncated, nil)
+	v, err := db.store.Get(db.sys, metaTruncated, nil)
 	if errors.Is(err, storage.ErrNotFound) {
 		return nil
 	}
@@ -34,7 +34,7 @@ func (db *DB) loadTruncation() error {
 }
 
 func (db *DB) metaUint(key []byte) (uint64, error) {
-	v, err := db.store.Get(db.streamsCF.f, key, nil)
+	v, err := db.store.Get(db.sys, key, nil)
 	if errors.Is(err, storage.ErrNotFound) {
 		return 0, nil
 	}
@@ -50,7 +50,7 @@ func (db *DB) metaUint(key []byte) (uint64, error) {
 
 func (db *DB) putMetaUint(key []byte, x uint64) error {
 	b := storage.NewBatch()
-	if err := b.Put(db.streamsCF.f, key, binary.AppendUvarint(nil, x)); err != nil {
+	if err := b.Put(db.sys, key, binary.AppendUvarint(nil, x)); err != nil {
 		return err
 	}
 	return closedErr(db.store.Write(b))

@@ -270,7 +270,7 @@ func TestSubscribeResumeAfterRestart(t *testing.T) {
 	ctx := context.Background()
 	db, dir := openDB(t, pipeline.Config{})
 	for i := range 5 {
-		if _, err := db.Append(ctx, "s", pipeline.Any, pipeline.Event{ID: fmt.Sprint(i), Type: "t"}); err != nil {
+		if err := db.Update(ctx, func(tx *pipeline.Txn) error { return tx.AddEvents(pipeline.Event{ID: fmt.Sprint(i), Type: "t"}) }); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -298,7 +298,7 @@ func TestSubscribeResumeAfterRestart(t *testing.T) {
 
 	db = openAt(t, dir, pipeline.Config{})
 	for i := 5; i < 7; i++ {
-		if _, err := db.Append(ctx, "s", pipeline.Any, pipeline.Event{ID: fmt.Sprint(i), Type: "t"}); err != nil {
+		if err := db.Update(ctx, func(tx *pipeline.Txn) error { return tx.AddEvents(pipeline.Event{ID: fmt.Sprint(i), Type: "t"}) }); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -36,10 +36,8 @@ type Txn struct {
 	events  []Event
 	// readFams are the droppable families read with tracking (see noteRead).
 	readFams []*storage.Family
-
-	heads      map[string]uint64 // stream heads as this transaction left them
-	appends    []streamAppend
-	idempotent *AppendResult // set when an append found its events already there
+	// positioned are the PutAtCommit writes, made at commit (see positioned.go).
+	positioned []positionedPut
 }
 
 // Begin starts a transaction at the current published log position. It never fails
@@ -65,9 +63,12 @@ func (db *DB) Begin() *Txn {
 	t.snap = snap
 	b := getBuffers()
 	t.bufs = b
-	t.batch, t.arena, t.ops, t.writes, t.reads, t.index, t.readFams = b.batch, b.arena, b.ops, b.writes, b.reads, b.index, b.fams
+	t.batch, t.arena, t.ops, t.writes, t.reads, t.index, t.readFams, t.positioned = b.batch, b.arena, b.ops, b.writes, b.reads, b.index, b.fams, b.positioned
 	return t
 }
+
+// DB returns the database the transaction belongs to.
+func (t *Txn) DB() *DB { return t.db }
 
 // ReadPosition returns the published log position the transaction reads at.
 func (t *Txn) ReadPosition() uint64 { return t.readPos }
@@ -133,9 +134,9 @@ func (t *Txn) get(op string, cf *ColumnFamily, key []byte, track bool) ([]byte, 
 // noteRead remembers a family the transaction read with tracking, so the commit can
 // claim it: a tracked read of a family dropped before the commit fails the commit, as
 // a write to it would (the drop removed every key the read saw). Families that cannot
-// be dropped are not noted.
+// be dropped (the default family, rockline's own) are not noted.
 func (t *Txn) noteRead(f *storage.Family) {
-	if f == t.db.streamsCF.f || f.Name() == storage.DefaultFamily || slices.Contains(t.readFams, f) {
+	if f.Name() == storage.DefaultFamily || isReserved(f.Name()) || slices.Contains(t.readFams, f) {
 		return
 	}
 	t.readFams = append(t.readFams, f)
@@ -186,18 +187,24 @@ func (t *Txn) Delete(cf *ColumnFamily, key []byte) error {
 	return t.write("Txn.Delete", cf, key, nil, true)
 }
 
-func (t *Txn) write(op string, cf *ColumnFamily, key, value []byte, del bool) error {
+// writable checks the transaction, family and key of a write and returns the family.
+func (t *Txn) writable(op string, cf *ColumnFamily, key []byte) (*storage.Family, error) {
 	if err := t.usable(); err != nil {
-		return err
+		return nil, err
 	}
 	f, err := t.db.checkFamily(op, cf)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if f.Dropped() {
-		return &DroppedError{Family: f.Name()}
+		return nil, &DroppedError{Family: f.Name()}
 	}
-	if err := checkKey(op, key); err != nil {
+	return f, checkKey(op, key)
+}
+
+func (t *Txn) write(op string, cf *ColumnFamily, key, value []byte, del bool) error {
+	f, err := t.writable(op, cf, key)
+	if err != nil {
 		return err
 	}
 	if len(value) > storage.MaxValueSize {
@@ -256,9 +263,9 @@ func (t *Txn) release() {
 	}
 	if t.batch != nil {
 		b := t.bufs
-		b.batch, b.arena, b.ops, b.writes, b.reads, b.index, b.fams = t.batch, t.arena, t.ops, t.writes, t.reads, t.index, t.readFams
+		b.batch, b.arena, b.ops, b.writes, b.reads, b.index, b.fams, b.positioned = t.batch, t.arena, t.ops, t.writes, t.reads, t.index, t.readFams, t.positioned
 		putBuffers(b)
-		t.bufs, t.batch, t.arena, t.ops, t.writes, t.reads, t.index, t.indexed, t.readFams = nil, nil, nil, nil, nil, nil, nil, false, nil
+		t.bufs, t.batch, t.arena, t.ops, t.writes, t.reads, t.index, t.indexed, t.readFams, t.positioned = nil, nil, nil, nil, nil, nil, nil, false, nil, nil
 	}
 }
 

@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	"github.com/linxGnu/grocksdb"
+
+	"github.com/rockline/rockline/internal/storagefaults"
 )
 
 // RocksDB WriteBatch record tags (db/dbformat.h), the format of the write-ahead log.
@@ -166,7 +168,7 @@ func (db *DB) writeEntered(wo *grocksdb.WriteOptions, b *Batch) error {
 			return fmt.Errorf("rockline: write to dropped family %q: %w", f.name, errRetired)
 		}
 	}
-	if err := db.fault(func(fl *Faults) error {
+	if err := db.fault(func(fl *storagefaults.Faults) error {
 		if fl.Write != nil {
 			return fl.Write()
 		}

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"sync/atomic"
+
+	"github.com/rockline/rockline/internal/storagefaults"
 )
 
 // MetaFamily is the storage layer's own family. It holds durable drop intents; it is
@@ -14,16 +16,6 @@ const MetaFamily = "rockline.meta"
 // dropIntentPrefix starts the MetaFamily key of a drop intent: the prefix followed by
 // the family's RocksDB name.
 var dropIntentPrefix = []byte("drop/")
-
-// Faults lets tests inject failures into the storage layer. Each hook, when set, runs
-// before the operation it names; a non-nil error fails that operation as RocksDB
-// would. Production code leaves Options.Faults nil.
-type Faults struct {
-	// Write runs before every batch write.
-	Write func() error
-	// Drop runs before every physical drop of a family, with the family's name.
-	Drop func(name string) error
-}
 
 // dropStats are the drop protocol's counters, read by Stats.
 type dropStats struct {
@@ -127,7 +119,7 @@ func (db *DB) physicalDrop(f *Family) {
 
 // dropLocked performs the drop; the caller holds the gate (either side).
 func (db *DB) dropLocked(f *Family) {
-	err := db.fault(func(fl *Faults) error {
+	err := db.fault(func(fl *storagefaults.Faults) error {
 		if fl.Drop != nil {
 			return fl.Drop(f.name)
 		}
@@ -194,11 +186,11 @@ func (db *DB) pendingDrops() []*Family {
 }
 
 // fault runs a fault hook if one is configured.
-func (db *DB) fault(fn func(*Faults) error) error {
-	if db.opts.Faults == nil {
+func (db *DB) fault(fn func(*storagefaults.Faults) error) error {
+	if db.opts.faults == nil {
 		return nil
 	}
-	return fn(db.opts.Faults)
+	return fn(db.opts.faults)
 }
 
 // completeIntents drops, at Open, every family whose drop was recorded but not done,

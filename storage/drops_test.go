@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/rockline/rockline/internal/storagefaults"
 	"github.com/rockline/rockline/storage"
 )
 
@@ -79,13 +80,13 @@ func TestFailedDropRetriedAtOpen(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "db")
 	fail := &atomic.Bool{}
 	fail.Store(true)
-	faults := &storage.Faults{Drop: func(string) error {
+	faults := &storagefaults.Faults{Drop: func(string) error {
 		if fail.Load() {
 			return errors.New("injected drop failure")
 		}
 		return nil
 	}}
-	db, err := storage.Open(dir, storage.Options{Faults: faults})
+	db, err := storage.Open(dir, storagefaults.With(storage.Options{}, faults))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,7 +107,7 @@ func TestFailedDropRetriedAtOpen(t *testing.T) {
 	}
 
 	fail.Store(false)
-	db = openAt(t, dir, storage.Options{Faults: faults})
+	db = openAt(t, dir, storagefaults.With(storage.Options{}, faults))
 	names, err := db.Families()
 	if err != nil {
 		t.Fatal(err)
@@ -132,12 +133,12 @@ func TestCloseCompletesPendingDrop(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "db")
 	fail := &atomic.Bool{}
 	fail.Store(true)
-	db, err := storage.Open(dir, storage.Options{Faults: &storage.Faults{Drop: func(string) error {
+	db, err := storage.Open(dir, storagefaults.With(storage.Options{}, &storagefaults.Faults{Drop: func(string) error {
 		if fail.Load() {
 			return errors.New("injected")
 		}
 		return nil
-	}}})
+	}}))
 	if err != nil {
 		t.Fatal(err)
 	}

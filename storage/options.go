@@ -4,7 +4,17 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/rockline/rockline/internal/storagefaults"
 )
+
+func init() {
+	storagefaults.Register(func(opts any, f *storagefaults.Faults) any {
+		o := opts.(Options)
+		o.faults = f
+		return o
+	})
+}
 
 // Limits and defaults, in one place.
 const (
@@ -63,8 +73,9 @@ type Options struct {
 	BlockCacheSize int64
 	// ErrorIfExists fails Open when the database already exists.
 	ErrorIfExists bool
-	// Faults injects failures for tests; nil in production.
-	Faults *Faults
+	// faults injects failures in rockline's own tests (internal/storagefaults); nil
+	// otherwise.
+	faults *storagefaults.Faults
 }
 
 // Validate checks every option and returns the first problem as an *OptionsError,

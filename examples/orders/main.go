@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/rockline/rockline/eventstore"
 	"github.com/rockline/rockline/pipeline"
 )
 
@@ -44,7 +45,11 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	svc, proj := &service{db: db}, &projection{db: db, cf: cf}
+	es, err := eventstore.New(db)
+	if err != nil {
+		return err
+	}
+	svc, proj := &service{db: db, es: es}, &projection{db: db, cf: cf}
 
 	// A few commands by hand: the rules at work, then an append with a stale revision.
 	for _, cmd := range []string{"place", "ship", "cancel", "pay"} {
@@ -56,8 +61,8 @@ func run() error {
 			return err
 		}
 	}
-	_, err = db.Append(ctx, streamName("demo"), pipeline.Revision(0), pipeline.Event{Type: paid})
-	if !errors.Is(err, pipeline.ErrWrongExpectedVersion) {
+	_, err = es.Append(ctx, streamName("demo"), eventstore.Revision(0), eventstore.Event{Type: paid})
+	if !errors.Is(err, eventstore.ErrWrongExpectedVersion) {
 		return fmt.Errorf("stale append: %v, want a wrong expected version", err)
 	}
 	fmt.Println("stale append:", err)
@@ -115,7 +120,7 @@ func run() error {
 		return err
 	}
 	fmt.Printf("last log position %d, projection checkpoint %d\n", db.LastPosition(), checkpoint)
-	want, err := recount(db, ids)
+	want, err := recount(ctx, es, ids)
 	if err != nil {
 		return err
 	}

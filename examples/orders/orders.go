@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"sync/atomic"
 
+	"github.com/rockline/rockline/eventstore"
 	"github.com/rockline/rockline/pipeline"
 )
 
@@ -48,16 +49,16 @@ type order struct {
 }
 
 // expected is what the next append to the order's stream expects.
-func (o order) expected() pipeline.ExpectedRevision {
+func (o order) expected() eventstore.ExpectedRevision {
 	if o.events == 0 {
-		return pipeline.NoStream
+		return eventstore.NoStream
 	}
-	return pipeline.Revision(o.events - 1)
+	return eventstore.Revision(o.events - 1)
 }
 
-func loadOrder(db *pipeline.DB, id string) (order, error) {
+func loadOrder(ctx context.Context, es *eventstore.Store, id string) (order, error) {
 	var o order
-	events, err := db.ReadStream(streamName(id), 0, 100)
+	events, err := es.ReadStream(ctx, streamName(id), 0, 100)
 	if err != nil {
 		return o, err
 	}
@@ -74,6 +75,7 @@ func loadOrder(db *pipeline.DB, id string) (order, error) {
 // service runs commands and counts what became of them.
 type service struct {
 	db                                                *pipeline.DB
+	es                                                *eventstore.Store
 	commits, updates, attempts, wrongVersion, refused atomic.Int64
 }
 
@@ -83,7 +85,7 @@ type service struct {
 // decided again on the new state, where a rule may now refuse it.
 func (s *service) execute(ctx context.Context, id, cmd string, amount int64) error {
 	for {
-		o, err := loadOrder(s.db, id)
+		o, err := loadOrder(ctx, s.es, id)
 		if err != nil {
 			return err
 		}
@@ -105,9 +107,9 @@ func (s *service) execute(ctx context.Context, id, cmd string, amount int64) err
 		s.updates.Add(1)
 		err = s.db.Update(ctx, func(tx *pipeline.Txn) error {
 			s.attempts.Add(1)
-			return tx.Append(streamName(id), o.expected(), pipeline.Event{Type: typ, Data: data})
+			return s.es.AppendTxn(tx, streamName(id), o.expected(), eventstore.Event{Type: typ, Data: data})
 		})
-		var wrong *pipeline.WrongExpectedVersionError
+		var wrong *eventstore.WrongExpectedVersionError
 		if !errors.As(err, &wrong) {
 			if err == nil {
 				s.commits.Add(1)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 
+	"github.com/rockline/rockline/eventstore"
 	"github.com/rockline/rockline/pipeline"
 )
 
@@ -97,10 +98,10 @@ func (p *projection) put(tx *pipeline.Txn, key string, v any) error {
 }
 
 // recount computes Totals again from each order's final state, as its stream has it.
-func recount(db *pipeline.DB, ids []string) (Totals, error) {
+func recount(ctx context.Context, es *eventstore.Store, ids []string) (Totals, error) {
 	t := Totals{Count: map[string]int64{}, Sum: map[string]int64{}}
 	for _, id := range ids {
-		o, err := loadOrder(db, id)
+		o, err := loadOrder(ctx, es, id)
 		if err != nil {
 			return t, err
 		}

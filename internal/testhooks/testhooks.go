@@ -4,7 +4,7 @@
 // attaches hooks to a Config with With, and pipeline.Open picks them up.
 package testhooks
 
-import "github.com/rockline/rockline/storage"
+import "github.com/rockline/rockline/internal/storagefaults"
 
 // Hooks are the seams. Every hook runs on the committing goroutine; nil ones do
 // nothing.
@@ -16,8 +16,8 @@ type Hooks struct {
 	// index), before Commit waits for the outcome. Setting it makes every Commit
 	// queue on its lane, even an idle one, so the hook sees each commit queued.
 	AfterSubmit func(lane int)
-	// StorageFaults injects failures into the storage layer (see storage.Faults).
-	StorageFaults *storage.Faults
+	// StorageFaults injects failures into the storage layer (see storagefaults).
+	StorageFaults *storagefaults.Faults
 }
 
 // attach is set by package pipeline at init: it returns a copy of a pipeline.Config

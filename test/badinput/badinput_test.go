@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rockline/rockline/eventstore"
 	"github.com/rockline/rockline/pipeline"
 	"github.com/rockline/rockline/storage"
 )
@@ -18,13 +19,15 @@ import (
 type env struct {
 	dir string
 
-	db      *pipeline.DB           // the database that must keep committing
-	cf      *pipeline.ColumnFamily // a live family of db
-	other   *pipeline.DB           // another open database
-	foreign *pipeline.ColumnFamily // a family of other
-	dropped *pipeline.ColumnFamily // a family of db, dropped
-	closed  *pipeline.DB           // a closed database
-	closeCF *pipeline.ColumnFamily // a family of closed, taken before Close
+	db       *pipeline.DB           // the database that must keep committing
+	es       *eventstore.Store      // db's event store
+	cf       *pipeline.ColumnFamily // a live family of db
+	other    *pipeline.DB           // another open database
+	foreign  *pipeline.ColumnFamily // a family of other
+	dropped  *pipeline.ColumnFamily // a family of db, dropped
+	closed   *pipeline.DB           // a closed database
+	closedES *eventstore.Store      // closed's event store, made before Close
+	closeCF  *pipeline.ColumnFamily // a family of closed, taken before Close
 
 	st        *storage.DB     // a storage database that must keep writing
 	sf        *storage.Family // a live family of st
@@ -269,13 +272,17 @@ func stillCommits(t *testing.T, e *env) {
 func setup(t *testing.T) *env {
 	t.Helper()
 	e := &env{dir: t.TempDir()}
-	open := func(name string) *pipeline.DB {
+	open := func(name string) (*pipeline.DB, *eventstore.Store) {
 		db, err := pipeline.Open(filepath.Join(e.dir, name), pipeline.Config{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { db.Close() })
-		return db
+		es, err := eventstore.New(db)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return db, es
 	}
 	create := func(db *pipeline.DB, name string) *pipeline.ColumnFamily {
 		cf, err := db.CreateColumnFamily(name)
@@ -284,15 +291,15 @@ func setup(t *testing.T) *env {
 		}
 		return cf
 	}
-	e.db = open("db")
+	e.db, e.es = open("db")
 	e.cf = create(e.db, "live")
-	e.other = open("other")
+	e.other, _ = open("other")
 	e.foreign = create(e.other, "foreign")
 	e.dropped = create(e.db, "gone")
 	if err := e.db.DropColumnFamily("gone"); err != nil {
 		t.Fatal(err)
 	}
-	e.closed = open("closed")
+	e.closed, e.closedES = open("closed")
 	e.closeCF = create(e.closed, "shut")
 	if err := e.closed.Update(context.Background(), func(tx *pipeline.Txn) error {
 		return tx.Put(e.closeCF, []byte("k"), []byte("v"))
@@ -303,7 +310,7 @@ func setup(t *testing.T) *env {
 		t.Fatal(err)
 	}
 	for i := range 3 { // a few log entries and stream events to read
-		if _, err := e.db.Append(context.Background(), "s", pipeline.Any, pipeline.Event{Type: "t", ID: fmt.Sprint(i)}); err != nil {
+		if _, err := e.es.Append(context.Background(), "s", eventstore.Any, pipeline.Event{Type: "t", ID: fmt.Sprint(i)}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -1,4 +1,4 @@
-// Package badinput sweeps every public function of pipeline and storage with bad
+// Package badinput sweeps every public function of pipeline, eventstore and storage with bad
 // input: nil and empty keys, oversized keys and values, nil, foreign and dropped
 // families, closed databases, used-up transactions, cancelled contexts, bad limits,
 // invalid stream names and events, zero values and bad Config fields. Every case must

@@ -8,6 +8,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/rockline/rockline/eventstore"
 	"github.com/rockline/rockline/pipeline"
 	"github.com/rockline/rockline/storage"
 )
@@ -21,12 +22,12 @@ func pathErr(err error) string {
 	return message(err, []string{pe.Path})
 }
 
-// wrongVersion wants a *pipeline.WrongExpectedVersionError for stream.
+// wrongVersion wants a *eventstore.WrongExpectedVersionError for stream.
 func wrongVersion(stream string) want {
 	return func(err error) string {
-		var we *pipeline.WrongExpectedVersionError
-		if !errors.As(err, &we) || we.Stream != stream || !errors.Is(err, pipeline.ErrWrongExpectedVersion) {
-			return fmt.Sprintf("got %T %v, want *pipeline.WrongExpectedVersionError for %q", err, err, stream)
+		var we *eventstore.WrongExpectedVersionError
+		if !errors.As(err, &we) || we.Stream != stream || !errors.Is(err, eventstore.ErrWrongExpectedVersion) {
+			return fmt.Sprintf("got %T %v, want *eventstore.WrongExpectedVersionError for %q", err, err, stream)
 		}
 		return message(err, []string{stream, "expected", "actual"})
 	}
@@ -181,45 +182,62 @@ func pipelineCases() []badCase {
 		return err
 	})
 
-	// Streams.
+	// The event store.
+	add("eventstore.New/nil db", argErr("eventstore.New", "db"), func(e *env) error { _, err := eventstore.New(nil); return err })
+	add("Store.AppendTxn/nil transaction", argErr("Store.AppendTxn", "tx"), func(e *env) error {
+		return e.es.AppendTxn(nil, "s", eventstore.Any, events1...)
+	})
+	add("Store.AppendTxn/transaction of another database", both(argErr("Store.AppendTxn", "tx", "another database"), is(storage.ErrForeignFamily)), func(e *env) error {
+		tx := e.other.Begin()
+		defer tx.Discard()
+		return e.es.AppendTxn(tx, "s", eventstore.Any, events1...)
+	})
 	badStreams := map[string]string{
 		"empty":         "",
 		"invalid UTF-8": "\xff\xfe",
 		"NUL":           "a\x00b",
-		"too long":      strings.Repeat("s", pipeline.MaxStreamNameLen+1),
+		"too long":      strings.Repeat("s", eventstore.MaxStreamNameLen+1),
 	}
 	for what, s := range badStreams {
-		add("ReadStream/stream "+what, argErr("ReadStream", "stream"), func(e *env) error { _, err := e.db.ReadStream(s, 0, 1); return err })
-		add("ReadStreamBackward/stream "+what, argErr("ReadStreamBackward", "stream"), func(e *env) error { _, err := e.db.ReadStreamBackward(s, 0, 1); return err })
-		add("DB.Append/stream "+what, argErr("DB.Append", "stream"), func(e *env) error { _, err := e.db.Append(ctx, s, pipeline.Any, events1...); return err })
-		add("Txn.Append/stream "+what, argErr("Txn.Append", "stream"), func(e *env) error {
-			return e.txn(func(tx *pipeline.Txn) error { return tx.Append(s, pipeline.Any, events1...) })
+		add("Store.ReadStream/stream "+what, argErr("ReadStream", "stream"), func(e *env) error { _, err := e.es.ReadStream(ctx, s, 0, 1); return err })
+		add("Store.ReadStreamBackward/stream "+what, argErr("ReadStreamBackward", "stream"), func(e *env) error {
+			_, err := e.es.ReadStreamBackward(ctx, s, 0, 1)
+			return err
+		})
+		add("Store.Append/stream "+what, argErr("Store.Append", "stream"), func(e *env) error { _, err := e.es.Append(ctx, s, eventstore.Any, events1...); return err })
+		add("Store.AppendTxn/stream "+what, argErr("Store.AppendTxn", "stream"), func(e *env) error {
+			return e.txn(func(tx *pipeline.Txn) error { return e.es.AppendTxn(tx, s, eventstore.Any, events1...) })
 		})
 	}
 	for _, limit := range []int{0, -1, 1<<20 + 1} {
-		add(fmt.Sprintf("ReadStream/limit=%d", limit), argErr("ReadStream", "limit", fmt.Sprint(limit)), func(e *env) error { _, err := e.db.ReadStream("s", 0, limit); return err })
-		add(fmt.Sprintf("ReadStreamBackward/limit=%d", limit), argErr("ReadStreamBackward", "limit", fmt.Sprint(limit)), func(e *env) error {
-			_, err := e.db.ReadStreamBackward("s", 0, limit)
+		add(fmt.Sprintf("Store.ReadStream/limit=%d", limit), argErr("ReadStream", "limit", fmt.Sprint(limit)), func(e *env) error {
+			_, err := e.es.ReadStream(ctx, "s", 0, limit)
+			return err
+		})
+		add(fmt.Sprintf("Store.ReadStreamBackward/limit=%d", limit), argErr("ReadStreamBackward", "limit", fmt.Sprint(limit)), func(e *env) error {
+			_, err := e.es.ReadStreamBackward(ctx, "s", 0, limit)
 			return err
 		})
 	}
-	add("ReadStream/past the end", noError, func(e *env) error {
-		evs, err := e.db.ReadStream("s", 1<<60, 10)
+	add("Store.ReadStream/past the end", noError, func(e *env) error {
+		evs, err := e.es.ReadStream(ctx, "s", 1<<60, 10)
 		if err == nil && len(evs) != 0 {
 			return fmt.Errorf("%d events past the end", len(evs))
 		}
 		return err
 	})
-	add("DB.Append/zero ExpectedRevision", argErr("DB.Append", "expected"), func(e *env) error {
-		_, err := e.db.Append(ctx, "s", pipeline.ExpectedRevision{}, events1...)
+	add("Store.Append/zero ExpectedRevision", argErr("Store.Append", "expected"), func(e *env) error {
+		_, err := e.es.Append(ctx, "s", eventstore.ExpectedRevision{}, events1...)
 		return err
 	})
-	add("Txn.Append/zero ExpectedRevision", argErr("Txn.Append", "expected"), func(e *env) error {
-		return e.txn(func(tx *pipeline.Txn) error { return tx.Append("s", pipeline.ExpectedRevision{}, events1...) })
+	add("Store.AppendTxn/zero ExpectedRevision", argErr("Store.AppendTxn", "expected"), func(e *env) error {
+		return e.txn(func(tx *pipeline.Txn) error {
+			return e.es.AppendTxn(tx, "s", eventstore.ExpectedRevision{}, events1...)
+		})
 	})
-	add("DB.Append/no events", argErr("DB.Append", "events"), func(e *env) error { _, err := e.db.Append(ctx, "s", pipeline.Any); return err })
-	add("Txn.Append/no events", argErr("Txn.Append", "events"), func(e *env) error {
-		return e.txn(func(tx *pipeline.Txn) error { return tx.Append("s", pipeline.Any) })
+	add("Store.Append/no events", argErr("Store.Append", "events"), func(e *env) error { _, err := e.es.Append(ctx, "s", eventstore.Any); return err })
+	add("Store.AppendTxn/no events", argErr("Store.AppendTxn", "events"), func(e *env) error {
+		return e.txn(func(tx *pipeline.Txn) error { return e.es.AppendTxn(tx, "s", eventstore.Any) })
 	})
 	badEvents := []struct {
 		what, arg string
@@ -233,36 +251,36 @@ func pipelineCases() []badCase {
 		{"second event's type empty", "events[1].Type", []pipeline.Event{{Type: "t"}, {Type: ""}}},
 	}
 	for _, be := range badEvents {
-		add("DB.Append/"+be.what, argErr("DB.Append", be.arg), func(e *env) error { _, err := e.db.Append(ctx, "s", pipeline.Any, be.events...); return err })
-		add("Txn.Append/"+be.what, argErr("Txn.Append", be.arg), func(e *env) error {
-			return e.txn(func(tx *pipeline.Txn) error { return tx.Append("s", pipeline.Any, be.events...) })
+		add("Store.Append/"+be.what, argErr("Store.Append", be.arg), func(e *env) error { _, err := e.es.Append(ctx, "s", eventstore.Any, be.events...); return err })
+		add("Store.AppendTxn/"+be.what, argErr("Store.AppendTxn", be.arg), func(e *env) error {
+			return e.txn(func(tx *pipeline.Txn) error { return e.es.AppendTxn(tx, "s", eventstore.Any, be.events...) })
 		})
 		add("Txn.AddEvents/"+be.what, argErr("Txn.AddEvents", be.arg), func(e *env) error {
 			return e.txn(func(tx *pipeline.Txn) error { return tx.AddEvents(be.events...) })
 		})
 	}
-	add("DB.Append/data past 64 MiB", argErr("DB.Append", "events[0].Data", "67108865"), func(e *env) error {
-		_, err := e.db.Append(ctx, "s", pipeline.Any, pipeline.Event{Type: "t", Data: e.hugeData})
+	add("Store.Append/data past 64 MiB", argErr("Store.Append", "events[0].Data", "67108865"), func(e *env) error {
+		_, err := e.es.Append(ctx, "s", eventstore.Any, pipeline.Event{Type: "t", Data: e.hugeData})
 		return err
 	})
 	add("Txn.AddEvents/data past 64 MiB", argErr("Txn.AddEvents", "events[0].Data", "67108865"), func(e *env) error {
 		return e.txn(func(tx *pipeline.Txn) error { return tx.AddEvents(pipeline.Event{Type: "t", Metadata: e.hugeData}) })
 	})
 	add("Txn.AddEvents/none", noError, func(e *env) error { return e.txn(func(tx *pipeline.Txn) error { return tx.AddEvents() }) })
-	add("DB.Append/cancelled context", is(context.Canceled), func(e *env) error {
-		_, err := e.db.Append(e.cancelled, "s", pipeline.Any, pipeline.Event{Type: "t"})
+	add("Store.Append/cancelled context", is(context.Canceled), func(e *env) error {
+		_, err := e.es.Append(e.cancelled, "s", eventstore.Any, pipeline.Event{Type: "t"})
 		return err
 	})
-	add("DB.Append/wrong revision", wrongVersion("s"), func(e *env) error {
-		_, err := e.db.Append(ctx, "s", pipeline.Revision(1<<40), pipeline.Event{Type: "t"})
+	add("Store.Append/wrong revision", wrongVersion("s"), func(e *env) error {
+		_, err := e.es.Append(ctx, "s", eventstore.Revision(1<<40), pipeline.Event{Type: "t"})
 		return err
 	})
-	add("DB.Append/NoStream on an existing stream", wrongVersion("s"), func(e *env) error {
-		_, err := e.db.Append(ctx, "s", pipeline.NoStream, pipeline.Event{Type: "t"})
+	add("Store.Append/NoStream on an existing stream", wrongVersion("s"), func(e *env) error {
+		_, err := e.es.Append(ctx, "s", eventstore.NoStream, pipeline.Event{Type: "t"})
 		return err
 	})
-	add("DB.Append/StreamExists on a missing stream", wrongVersion("missing"), func(e *env) error {
-		_, err := e.db.Append(ctx, "missing", pipeline.StreamExists, pipeline.Event{Type: "t"})
+	add("Store.Append/StreamExists on a missing stream", wrongVersion("missing"), func(e *env) error {
+		_, err := e.es.Append(ctx, "missing", eventstore.StreamExists, pipeline.Event{Type: "t"})
 		return err
 	})
 
@@ -289,22 +307,22 @@ func pipelineCases() []badCase {
 	}
 	for what, fam := range nilFamilies {
 		for _, op := range []string{"Txn.Put", "Txn.Delete", "Txn.Get", "Txn.GetUntracked", "Txn.NewIterator"} {
-			add(op+"/"+what+" family", argErr(op, "column family", "nil"), func(e *env) error { return txnOp(e.db.Begin(), op, fam(e), []byte("k"), []byte("v")) })
+			add(op+"/"+what+" family", argErr(op, "column family", "nil"), func(e *env) error { return txnOp(e.db.Begin(), op, e.es, fam(e), []byte("k"), []byte("v")) })
 		}
 	}
 	for _, op := range []string{"Txn.Put", "Txn.Delete", "Txn.Get", "Txn.GetUntracked", "Txn.NewIterator"} {
 		add(op+"/family of another database", both(argErr(op, "column family", "foreign", "another database"), is(storage.ErrForeignFamily)), func(e *env) error {
-			return txnOp(e.db.Begin(), op, e.foreign, []byte("k"), []byte("v"))
+			return txnOp(e.db.Begin(), op, e.es, e.foreign, []byte("k"), []byte("v"))
 		})
 		add(op+"/family of a closed database", both(argErr(op, "column family", "another database"), is(storage.ErrForeignFamily)), func(e *env) error {
-			return txnOp(e.db.Begin(), op, e.closeCF, []byte("k"), []byte("v"))
+			return txnOp(e.db.Begin(), op, e.es, e.closeCF, []byte("k"), []byte("v"))
 		})
 	}
 	for _, op := range []string{"Txn.Put", "Txn.Delete"} {
-		add(op+"/dropped family", droppedErr("gone"), func(e *env) error { return txnOp(e.db.Begin(), op, e.dropped, []byte("k"), []byte("v")) })
+		add(op+"/dropped family", droppedErr("gone"), func(e *env) error { return txnOp(e.db.Begin(), op, e.es, e.dropped, []byte("k"), []byte("v")) })
 	}
 	add("Txn.Get/dropped family still reads", is(pipeline.ErrNotFound), func(e *env) error {
-		return txnOp(e.db.Begin(), "Txn.Get", e.dropped, []byte("missing"), nil)
+		return txnOp(e.db.Begin(), "Txn.Get", e.es, e.dropped, []byte("missing"), nil)
 	})
 	add("Commit/writes buffered before the drop", droppedErr("doomed"), func(e *env) error {
 		cf, err := e.db.CreateColumnFamily("doomed")
@@ -323,14 +341,14 @@ func pipelineCases() []badCase {
 
 	// Transactions: keys and values.
 	for _, op := range []string{"Txn.Put", "Txn.Delete", "Txn.Get", "Txn.GetUntracked"} {
-		add(op+"/nil key", argErr(op, "key", "empty"), func(e *env) error { return txnOp(e.db.Begin(), op, e.cf, nil, []byte("v")) })
-		add(op+"/empty key", argErr(op, "key", "empty"), func(e *env) error { return txnOp(e.db.Begin(), op, e.cf, []byte{}, []byte("v")) })
+		add(op+"/nil key", argErr(op, "key", "empty"), func(e *env) error { return txnOp(e.db.Begin(), op, e.es, e.cf, nil, []byte("v")) })
+		add(op+"/empty key", argErr(op, "key", "empty"), func(e *env) error { return txnOp(e.db.Begin(), op, e.es, e.cf, []byte{}, []byte("v")) })
 		add(op+"/key past 64 KiB", both(argErr(op, "key", "65537", "65536"), is(storage.ErrTooLarge)), func(e *env) error {
-			return txnOp(e.db.Begin(), op, e.cf, e.hugeKey, []byte("v"))
+			return txnOp(e.db.Begin(), op, e.es, e.cf, e.hugeKey, []byte("v"))
 		})
 	}
 	huge("Txn.Put/value past 1 GiB", both(argErr("Txn.Put", "value", "1073741825", "1073741824"), is(storage.ErrTooLarge)), func(e *env) error {
-		return txnOp(e.db.Begin(), "Txn.Put", e.cf, []byte("k"), e.hugeValue)
+		return txnOp(e.db.Begin(), "Txn.Put", e.es, e.cf, []byte("k"), e.hugeValue)
 	})
 	add("Txn.Put/key of exactly 64 KiB commits", noError, func(e *env) error {
 		tx := e.db.Begin()
@@ -399,7 +417,7 @@ func pipelineCases() []badCase {
 	for what, txn := range used {
 		for _, op := range txnOps {
 			add(op+"/"+what+" transaction", is(pipeline.ErrTxnDone, "already committed or discarded"), func(e *env) error {
-				return txnOp(txn(e), op, e.cf, []byte("k"), []byte("v"))
+				return txnOp(txn(e), op, e.es, e.cf, []byte("k"), []byte("v"))
 			})
 		}
 	}
@@ -425,7 +443,7 @@ func pipelineCases() []badCase {
 	// A closed database: every call says so.
 	for _, op := range txnOps {
 		add(op+"/closed database", is(pipeline.ErrClosed, "closed"), func(e *env) error {
-			return txnOp(e.closed.Begin(), op, e.closeCF, []byte("k"), []byte("v"))
+			return txnOp(e.closed.Begin(), op, e.closedES, e.closeCF, []byte("k"), []byte("v"))
 		})
 	}
 	closedCalls := map[string]func(e *env) error{
@@ -445,18 +463,21 @@ func pipelineCases() []badCase {
 		"ColumnFamilies":     func(e *env) error { _, err := e.closed.ColumnFamilies(); return err },
 		"DropColumnFamily":   func(e *env) error { return e.closed.DropColumnFamily("shut") },
 		"Default": func(e *env) error {
-			return txnOp(e.closed.Begin(), "Txn.Put", e.closed.Default(), []byte("k"), []byte("v"))
+			return txnOp(e.closed.Begin(), "Txn.Put", e.closedES, e.closed.Default(), []byte("k"), []byte("v"))
 		},
 		"Default in an open database's transaction": func(e *env) error {
-			return txnOp(e.db.Begin(), "Txn.Put", e.closed.Default(), []byte("k"), []byte("v"))
+			return txnOp(e.db.Begin(), "Txn.Put", e.es, e.closed.Default(), []byte("k"), []byte("v"))
 		},
 		"ReadLog":              func(e *env) error { _, err := e.closed.ReadLog(1, 1); return err },
 		"ReadLog past the end": func(e *env) error { _, err := e.closed.ReadLog(100, 1); return err },
 		"Entry":                func(e *env) error { _, err := e.closed.Entry(1); return err },
 		"LogIterator":          func(e *env) error { it := e.closed.LogIterator(1); it.Next(); return it.Err() },
-		"ReadStream":           func(e *env) error { _, err := e.closed.ReadStream("s", 0, 1); return err },
-		"ReadStreamBackward":   func(e *env) error { _, err := e.closed.ReadStreamBackward("s", 0, 1); return err },
-		"Append":               func(e *env) error { _, err := e.closed.Append(ctx, "s", pipeline.Any, events1...); return err },
+		// The event store: New refuses a closed database; a Store made before Close
+		// fails every call.
+		"eventstore.New":           func(e *env) error { _, err := eventstore.New(e.closed); return err },
+		"Store.ReadStream":         func(e *env) error { _, err := e.closedES.ReadStream(ctx, "s", 0, 1); return err },
+		"Store.ReadStreamBackward": func(e *env) error { _, err := e.closedES.ReadStreamBackward(ctx, "s", 0, 1); return err },
+		"Store.Append":             func(e *env) error { _, err := e.closedES.Append(ctx, "s", eventstore.Any, events1...); return err },
 		"Subscribe": func(e *env) error {
 			_, err := e.closed.Subscribe(ctx, 0, func(pipeline.LogEntry) error { return nil })
 			return err
@@ -499,7 +520,12 @@ func pipelineCases() []badCase {
 		if err != nil {
 			return err
 		}
-		if _, err := db.Append(ctx, "x", pipeline.Any, events1...); err != nil {
+		es, err := eventstore.New(db)
+		if err != nil {
+			db.Close()
+			return err
+		}
+		if _, err := es.Append(ctx, "x", eventstore.Any, events1...); err != nil {
 			db.Close()
 			return err
 		}
@@ -552,11 +578,12 @@ func pipelineCases() []badCase {
 }
 
 // txnOps are the transaction calls the used-up and closed cases sweep.
-var txnOps = []string{"Txn.Put", "Txn.Delete", "Txn.Get", "Txn.GetUntracked", "Txn.NewIterator", "Txn.Append", "Txn.AddEvents",
+var txnOps = []string{"Txn.Put", "Txn.Delete", "Txn.Get", "Txn.GetUntracked", "Txn.NewIterator", "Store.AppendTxn", "Txn.AddEvents",
 	"Txn.Commit", "Txn.CommitPosition", "Txn.CommitInline", "Txn.CommitInlineContext"}
 
-// txnOp runs one transaction call and discards the transaction.
-func txnOp(tx *pipeline.Txn, op string, cf *pipeline.ColumnFamily, key, value []byte) error {
+// txnOp runs one transaction call and discards the transaction. es is the event store
+// of tx's database, for Store.AppendTxn.
+func txnOp(tx *pipeline.Txn, op string, es *eventstore.Store, cf *pipeline.ColumnFamily, key, value []byte) error {
 	defer tx.Discard()
 	switch op {
 	case "Txn.Put":
@@ -575,8 +602,8 @@ func txnOp(tx *pipeline.Txn, op string, cf *pipeline.ColumnFamily, key, value []
 			it.Close()
 		}
 		return err
-	case "Txn.Append":
-		return tx.Append("s", pipeline.Any, events1...)
+	case "Store.AppendTxn":
+		return es.AppendTxn(tx, "s", eventstore.Any, events1...)
 	case "Txn.AddEvents":
 		return tx.AddEvents(events1...)
 	}

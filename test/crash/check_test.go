@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/rockline/rockline/eventstore"
 	"github.com/rockline/rockline/pipeline"
 )
 
@@ -155,10 +156,10 @@ func dumpAll(db *pipeline.DB) (map[string]map[string]string, error) {
 }
 
 // readStream returns every published event of stream.
-func readStream(db *pipeline.DB, stream string) ([]pipeline.RecordedEvent, error) {
-	var out []pipeline.RecordedEvent
+func readStream(ctx context.Context, es *eventstore.Store, stream string) ([]eventstore.RecordedEvent, error) {
+	var out []eventstore.RecordedEvent
 	for from := uint64(0); ; {
-		page, err := db.ReadStream(stream, from, 4096)
+		page, err := es.ReadStream(ctx, stream, from, 4096)
 		if err != nil {
 			return nil, fmt.Errorf("ReadStream(%q, %d): %w", stream, from, err)
 		}
@@ -172,8 +173,8 @@ func readStream(db *pipeline.DB, stream string) ([]pipeline.RecordedEvent, error
 
 // checkStreamDense fails unless stream's revisions are 0..n-1 and each event is the
 // one its log entry holds.
-func checkStreamDense(db *pipeline.DB, stream string, log []pipeline.LogEntry) error {
-	evs, err := readStream(db, stream)
+func checkStreamDense(ctx context.Context, es *eventstore.Store, stream string, log []pipeline.LogEntry) error {
+	evs, err := readStream(ctx, es, stream)
 	if err != nil {
 		return err
 	}
@@ -229,12 +230,23 @@ func checkReplay(ctx context.Context, db *pipeline.DB, dir string, streams []str
 	if d := cmp.Diff(wantLog, gotLog, logOpts); d != "" {
 		return fmt.Errorf("replay check: rebuilt log differs (-source +rebuilt):\n%s", d)
 	}
+	if len(streams) == 0 {
+		return nil
+	}
+	es, err := eventstore.New(db)
+	if err != nil {
+		return fmt.Errorf("replay check: %w", err)
+	}
+	dstES, err := eventstore.New(dst)
+	if err != nil {
+		return fmt.Errorf("replay check: rebuilt: %w", err)
+	}
 	for _, s := range streams {
-		a, err := readStream(db, s)
+		a, err := readStream(ctx, es, s)
 		if err != nil {
 			return fmt.Errorf("replay check: %w", err)
 		}
-		b, err := readStream(dst, s)
+		b, err := readStream(ctx, dstES, s)
 		if err != nil {
 			return fmt.Errorf("replay check: rebuilt: %w", err)
 		}

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rockline/rockline/eventstore"
 	"github.com/rockline/rockline/pipeline"
 )
 
@@ -142,11 +143,15 @@ func TestCrashChild(t *testing.T) {
 	if err != nil {
 		t.Fatalf("child: Open: %v", err)
 	}
+	es, err := eventstore.New(db)
+	if err != nil {
+		t.Fatalf("child: eventstore.New: %v", err)
+	}
 	acc, err := db.ColumnFamily(accountsFamily)
 	if err != nil {
 		t.Fatalf("child: %v", err)
 	}
-	w := &childWorkload{db: db, acc: acc, out: &reporter{}, seed: seed, famBase: famBase}
+	w := &childWorkload{db: db, es: es, acc: acc, out: &reporter{}, seed: seed, famBase: famBase}
 	if err := w.out.line(readyLine); err != nil {
 		t.Fatalf("child: %v", err)
 	}
@@ -174,6 +179,7 @@ func TestCrashChild(t *testing.T) {
 
 type childWorkload struct {
 	db      *pipeline.DB
+	es      *eventstore.Store
 	acc     *pipeline.ColumnFamily
 	out     *reporter
 	seed    uint64
@@ -241,13 +247,13 @@ func (w *childWorkload) appends(worker int) error {
 	ctx := context.Background()
 	rng := rand.New(rand.NewPCG(w.seed, 100+uint64(worker)))
 	stream := streamName(worker)
-	expect := pipeline.NoStream
-	last, err := w.db.ReadStreamBackward(stream, math.MaxUint64, 1)
+	expect := eventstore.NoStream
+	last, err := w.es.ReadStreamBackward(ctx, stream, math.MaxUint64, 1)
 	if err != nil {
 		return err
 	}
 	if len(last) == 1 {
-		expect = pipeline.Revision(last[0].Revision)
+		expect = eventstore.Revision(last[0].Revision)
 	}
 	for n := 0; ; n++ {
 		events := make([]pipeline.Event, 1+rng.IntN(2))
@@ -256,7 +262,7 @@ func (w *childWorkload) appends(worker int) error {
 			ids[i] = fmt.Sprintf("%s-%d-%d-%d", stream, w.seed, n, i)
 			events[i] = pipeline.Event{ID: ids[i], Type: "deposited", Data: []byte(strconv.Itoa(rng.IntN(1000)))}
 		}
-		res, err := w.db.Append(ctx, stream, expect, events...)
+		res, err := w.es.Append(ctx, stream, expect, events...)
 		if expected(err) {
 			continue
 		}
@@ -267,7 +273,7 @@ func (w *childWorkload) appends(worker int) error {
 		if err := w.out.ack(ack{Kind: "append", Pos: res.Position, Stream: stream, Rev: first, IDs: ids}); err != nil {
 			return err
 		}
-		expect = pipeline.Revision(res.NextExpectedRevision)
+		expect = eventstore.Revision(res.NextExpectedRevision)
 	}
 }
 

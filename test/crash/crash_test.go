@@ -20,6 +20,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/rockline/rockline/eventstore"
 	"github.com/rockline/rockline/pipeline"
 )
 
@@ -290,6 +291,10 @@ func (c cycle) verify(t *testing.T, res childResult, rebuildDir string) (checked
 			t.Errorf("cycle %d: Close: %v", c.n, err)
 		}
 	}()
+	es, err := eventstore.New(db)
+	if err != nil {
+		t.Fatalf("cycle %d: eventstore.New after reopen: %v", c.n, err)
+	}
 	fail := func(format string, args ...any) {
 		t.Helper()
 		t.Errorf("cycle %d (%s, %s, lanes %d, seed %d): %s", c.n, c.variant.name, c.policy, c.lanes, c.seed, fmt.Sprintf(format, args...))
@@ -347,7 +352,7 @@ func (c cycle) verify(t *testing.T, res childResult, rebuildDir string) (checked
 		if a.Pos == 0 {
 			continue
 		}
-		problem := c.checkAck(db, a, log, lastWrite, lastPos, live)
+		problem := c.checkAck(ctx, es, a, log, lastWrite, lastPos, live)
 		if problem == "" {
 			survived++
 		}
@@ -367,7 +372,7 @@ func (c cycle) verify(t *testing.T, res childResult, rebuildDir string) (checked
 		fail("%v", err)
 	}
 	for _, s := range allStreams() {
-		if err := checkStreamDense(db, s, log); err != nil {
+		if err := checkStreamDense(ctx, es, s, log); err != nil {
 			fail("%v", err)
 		}
 	}
@@ -380,7 +385,7 @@ func (c cycle) verify(t *testing.T, res childResult, rebuildDir string) (checked
 	if t.Failed() {
 		return checked, lost
 	}
-	if err := shortWorkload(ctx, db, c.n); err != nil {
+	if err := shortWorkload(ctx, es, c.n); err != nil {
 		fail("short workload after reopen: %v", err)
 	}
 	return checked, lost
@@ -388,7 +393,8 @@ func (c cycle) verify(t *testing.T, res childResult, rebuildDir string) (checked
 
 // checkAck returns what is wrong with acknowledged commit a after reopen ("" if it is
 // all there).
-func (c cycle) checkAck(db *pipeline.DB, a ack, log []pipeline.LogEntry, lastWrite map[logKey]pipeline.LogWrite, lastPos map[logKey]uint64, live []string) string {
+func (c cycle) checkAck(ctx context.Context, es *eventstore.Store, a ack, log []pipeline.LogEntry, lastWrite map[logKey]pipeline.LogWrite, lastPos map[logKey]uint64, live []string) string {
+	db := es.DB()
 	if a.Pos > uint64(len(log)) {
 		return fmt.Sprintf("position %d is past LastPosition %d", a.Pos, len(log))
 	}
@@ -443,7 +449,7 @@ func (c cycle) checkAck(db *pipeline.DB, a ack, log []pipeline.LogEntry, lastWri
 		if d := cmp.Diff(a.IDs, ids); d != "" {
 			return fmt.Sprintf("log entry %d has other events (-acknowledged +log):\n%s", a.Pos, d)
 		}
-		evs, err := db.ReadStream(a.Stream, a.Rev, len(a.IDs))
+		evs, err := es.ReadStream(ctx, a.Stream, a.Rev, len(a.IDs))
 		if err != nil {
 			return fmt.Sprintf("ReadStream(%q, %d): %v", a.Stream, a.Rev, err)
 		}
@@ -461,9 +467,10 @@ func (c cycle) checkAck(db *pipeline.DB, a ack, log []pipeline.LogEntry, lastWri
 	return ""
 }
 
-// shortWorkload runs a little of everything on the reopened database and checks that
-// each step commits at the next position and the log stays dense.
-func shortWorkload(ctx context.Context, db *pipeline.DB, n int) error {
+// shortWorkload runs a little of everything on the reopened database (es's) and checks
+// that each step commits at the next position and the log stays dense.
+func shortWorkload(ctx context.Context, es *eventstore.Store, n int) error {
+	db := es.DB()
 	acc, err := db.ColumnFamily(accountsFamily)
 	if err != nil {
 		return err
@@ -496,15 +503,15 @@ func shortWorkload(ctx context.Context, db *pipeline.DB, n int) error {
 		}
 	}
 	for _, s := range allStreams() {
-		expect := pipeline.NoStream
-		last, err := db.ReadStreamBackward(s, math.MaxUint64, 1)
+		expect := eventstore.NoStream
+		last, err := es.ReadStreamBackward(ctx, s, math.MaxUint64, 1)
 		if err != nil {
 			return err
 		}
 		if len(last) == 1 {
-			expect = pipeline.Revision(last[0].Revision)
+			expect = eventstore.Revision(last[0].Revision)
 		}
-		if _, err := db.Append(ctx, s, expect, pipeline.Event{ID: fmt.Sprintf("after-%d-%s", n, s), Type: "checked"}); err != nil {
+		if _, err := es.Append(ctx, s, expect, pipeline.Event{ID: fmt.Sprintf("after-%d-%s", n, s), Type: "checked"}); err != nil {
 			return fmt.Errorf("append to %q: %w", s, err)
 		}
 	}

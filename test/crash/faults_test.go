@@ -33,9 +33,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rockline/rockline/eventstore"
+	"github.com/rockline/rockline/internal/storagefaults"
 	"github.com/rockline/rockline/internal/testhooks"
 	"github.com/rockline/rockline/pipeline"
-	"github.com/rockline/rockline/storage"
 )
 
 // injectedError is the error the fault hooks return.
@@ -49,8 +50,8 @@ type faultHooks struct {
 	drop  atomic.Pointer[func(string) error]
 }
 
-func (h *faultHooks) faults() *storage.Faults {
-	return &storage.Faults{
+func (h *faultHooks) faults() *storagefaults.Faults {
+	return &storagefaults.Faults{
 		Write: func() error {
 			if f := h.write.Load(); f != nil {
 				return (*f)()
@@ -364,6 +365,10 @@ func TestFaultWriteAndFillerStop(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer db.Close()
+			es, err := eventstore.New(db)
+			if err != nil {
+				t.Fatal(err)
+			}
 			if err := initBank(ctx, db); err != nil {
 				t.Fatal(err)
 			}
@@ -399,7 +404,7 @@ func TestFaultWriteAndFillerStop(t *testing.T) {
 			if err := db.Update(ctx, func(tx *pipeline.Txn) error { return tx.Put(cf, []byte("later"), []byte("x")) }); !errors.Is(err, pipeline.ErrStopped) {
 				t.Fatalf("Update after the stop: %v, want ErrStopped", err)
 			}
-			if _, err := db.Append(ctx, "s", pipeline.Any, pipeline.Event{Type: "t"}); !errors.Is(err, pipeline.ErrStopped) {
+			if _, err := es.Append(ctx, "s", eventstore.Any, pipeline.Event{Type: "t"}); !errors.Is(err, pipeline.ErrStopped) {
 				t.Fatalf("Append after the stop: %v, want ErrStopped", err)
 			}
 			select {

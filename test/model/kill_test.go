@@ -17,6 +17,7 @@ import (
 
 	"pgregory.net/rapid"
 
+	"github.com/rockline/rockline/eventstore"
 	"github.com/rockline/rockline/pipeline"
 )
 
@@ -56,6 +57,10 @@ func TestKillChild(t *testing.T) {
 	if err != nil {
 		t.Fatalf("child: Open: %v", err)
 	}
+	es, err := eventstore.New(db)
+	if err != nil {
+		t.Fatalf("child: eventstore.New: %v", err)
+	}
 	fmt.Println(readyLine)
 	ctx := context.Background()
 	for i, o := range ops {
@@ -74,7 +79,7 @@ func TestKillChild(t *testing.T) {
 		case "drop":
 			err = db.DropColumnFamily(o.Family)
 		case "append":
-			_, err = db.Append(ctx, o.Stream, pipeline.Any, pipeline.Event{ID: o.Value, Type: "t"})
+			_, err = es.Append(ctx, o.Stream, eventstore.Any, pipeline.Event{ID: o.Value, Type: "t"})
 		}
 		if err != nil {
 			t.Fatalf("child: op %d %+v: %v", i, o, err)
@@ -150,7 +155,7 @@ func (m *machine) landed(t *rapid.T, o op) bool {
 	case "drop":
 		return !slices.Contains(m.names(t), o.Family)
 	case "append":
-		evs, err := m.db.ReadStreamBackward(o.Stream, ^uint64(0), 1)
+		evs, err := m.es.ReadStreamBackward(context.Background(), o.Stream, ^uint64(0), 1)
 		if errors.Is(err, pipeline.ErrLogTruncated) {
 			return false // the newest event is older than the truncation, so not o's
 		}

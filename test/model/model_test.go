@@ -17,6 +17,7 @@ import (
 	"go.uber.org/goleak"
 	"pgregory.net/rapid"
 
+	"github.com/rockline/rockline/eventstore"
 	"github.com/rockline/rockline/pipeline"
 )
 
@@ -90,6 +91,7 @@ func envInt(t *testing.T, name string, def int) int {
 type machine struct {
 	dir   string
 	db    *pipeline.DB
+	es    *eventstore.Store // db's event store
 	model *model
 	// stale holds handles of family generations that were dropped since, by name.
 	stale map[string]*pipeline.ColumnFamily
@@ -118,7 +120,12 @@ func (m *machine) open(t *rapid.T) {
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}
-	m.db = db
+	es, err := eventstore.New(db)
+	if err != nil {
+		db.Close()
+		t.Fatalf("eventstore.New: %v", err)
+	}
+	m.db, m.es = db, es
 	m.sub = follow(t, db, m.subPos)
 }
 
@@ -129,7 +136,7 @@ func (m *machine) closeDB(t *rapid.T) error {
 	go func() { done <- m.db.Close() }()
 	select {
 	case err := <-done:
-		m.db = nil
+		m.db, m.es = nil, nil
 		return err
 	case <-time.After(deadline):
 		t.Fatalf("Close did not return within %v", deadline)
@@ -326,23 +333,23 @@ func (m *machine) append(t *rapid.T) {
 	m.step++
 	s := rapid.SampledFrom(streamNames).Draw(t, "stream")
 	cur := m.model.streams[s]
-	var exp pipeline.ExpectedRevision
+	var exp eventstore.ExpectedRevision
 	want := true
 	switch rapid.IntRange(0, 3).Draw(t, "expected") {
 	case 0:
-		exp = pipeline.Any
+		exp = eventstore.Any
 	case 1:
-		exp, want = pipeline.NoStream, len(cur) == 0
+		exp, want = eventstore.NoStream, len(cur) == 0
 	case 2:
-		exp, want = pipeline.StreamExists, len(cur) > 0
+		exp, want = eventstore.StreamExists, len(cur) > 0
 	default:
 		r := uint64(rapid.IntRange(0, len(cur)+1).Draw(t, "revision"))
-		exp, want = pipeline.Revision(r), len(cur) > 0 && r == uint64(len(cur)-1)
+		exp, want = eventstore.Revision(r), len(cur) > 0 && r == uint64(len(cur)-1)
 	}
 	id := fmt.Sprintf("e%d", m.step)
-	_, err := m.db.Append(context.Background(), s, exp, pipeline.Event{ID: id, Type: "t", Data: []byte(id)})
+	_, err := m.es.Append(context.Background(), s, exp, pipeline.Event{ID: id, Type: "t", Data: []byte(id)})
 	if !want {
-		expectIs(t, fmt.Sprintf("Append(%s, %v) to a stream of %d events", s, exp, len(cur)), err, pipeline.ErrWrongExpectedVersion)
+		expectIs(t, fmt.Sprintf("Append(%s, %v) to a stream of %d events", s, exp, len(cur)), err, eventstore.ErrWrongExpectedVersion)
 		return
 	}
 	if err != nil {
@@ -356,9 +363,9 @@ func (m *machine) racingAppends(t *rapid.T) {
 	m.step++
 	s := rapid.SampledFrom(streamNames).Draw(t, "stream")
 	n := rapid.IntRange(2, 4).Draw(t, "racers")
-	exp := pipeline.NoStream
+	exp := eventstore.NoStream
 	if cur := m.model.streams[s]; len(cur) > 0 {
-		exp = pipeline.Revision(uint64(len(cur) - 1))
+		exp = eventstore.Revision(uint64(len(cur) - 1))
 	}
 	errs := make([]error, n)
 	var wg sync.WaitGroup
@@ -367,7 +374,7 @@ func (m *machine) racingAppends(t *rapid.T) {
 		go func() {
 			defer wg.Done()
 			id := fmt.Sprintf("r%d-%d", m.step, i)
-			_, errs[i] = m.db.Append(context.Background(), s, exp, pipeline.Event{ID: id, Type: "t"})
+			_, errs[i] = m.es.Append(context.Background(), s, exp, pipeline.Event{ID: id, Type: "t"})
 		}()
 	}
 	waitFor(t, &wg, "racing appends")
@@ -379,7 +386,7 @@ func (m *machine) racingAppends(t *rapid.T) {
 				t.Fatalf("racing appends to %s: %d and %d both won", s, winner, i)
 			}
 			winner = i
-		case !errors.Is(err, pipeline.ErrWrongExpectedVersion):
+		case !errors.Is(err, eventstore.ErrWrongExpectedVersion):
 			t.Fatalf("racing append %d: %v, want nil or ErrWrongExpectedVersion", i, err)
 		}
 	}
@@ -519,6 +526,10 @@ func (m *machine) replayCheckpoint(t *rapid.T) {
 		t.Fatalf("Open checkpoint: %v", err)
 	}
 	defer db.Close()
+	es, err := eventstore.New(db)
+	if err != nil {
+		t.Fatalf("eventstore.New on the checkpoint: %v", err)
+	}
 	from := db.LastPosition() + 1
 	var tail []pipeline.LogEntry
 	for {
@@ -539,7 +550,7 @@ func (m *machine) replayCheckpoint(t *rapid.T) {
 	if err := db.Replay(context.Background(), tail); err != nil {
 		t.Fatalf("Replay onto checkpoint %s: %v", cp.dir, err)
 	}
-	m.model.compare(t, "checkpoint + replay", db, cp.truncated)
+	m.model.compare(t, "checkpoint + replay", es, cp.truncated)
 }
 
 // rebuild: a database rebuilt from the whole log equals this one.
@@ -556,7 +567,11 @@ func (m *machine) rebuild(t *rapid.T) {
 	}
 	defer os.RemoveAll(dir)
 	defer db.Close()
-	m.model.compare(t, "rebuild", db, 0)
+	es, err := eventstore.New(db)
+	if err != nil {
+		t.Fatalf("eventstore.New on the rebuilt database: %v", err)
+	}
+	m.model.compare(t, "rebuild", es, 0)
 }
 
 // reopen: Close returns within the deadline; the reopened database equals the model.
@@ -675,7 +690,7 @@ func (m *machine) closeRacingWrites(t *rapid.T) {
 
 // check runs after every action: the database agrees with the model.
 func (m *machine) check(t *rapid.T) {
-	m.model.compare(t, "database", m.db, m.model.truncated)
+	m.model.compare(t, "database", m.es, m.model.truncated)
 	m.sub.caughtUp(t, m.model.pos)
 }
 

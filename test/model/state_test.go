@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"pgregory.net/rapid"
 
+	"github.com/rockline/rockline/eventstore"
 	"github.com/rockline/rockline/pipeline"
 )
 
@@ -122,9 +123,10 @@ func (m *model) raceDrop(name string, writes [][]write, landed map[int]uint64, p
 // compare fails t unless db agrees with the model: its families, their contents, its
 // log (dense, with the family changes at their positions, from its truncation mark on:
 // the model's own for the database, the one a copy was taken with for a copy) and its
-// streams (the events whose entries are kept).
-func (m *model) compare(t *rapid.T, what string, db *pipeline.DB, truncated uint64) {
+// streams (the events whose entries are kept). es is the database's event store.
+func (m *model) compare(t *rapid.T, what string, es *eventstore.Store, truncated uint64) {
 	t.Helper()
+	db := es.DB()
 	floor := max(truncated, 1)
 	if got := db.LastPosition(); got != m.pos {
 		t.Fatalf("%s: LastPosition %d, model %d", what, got, m.pos)
@@ -149,7 +151,7 @@ func (m *model) compare(t *rapid.T, what string, db *pipeline.DB, truncated uint
 	}
 	m.compareLog(t, what, db, floor)
 	for _, s := range streamNames {
-		m.compareStream(t, what, db, s, floor)
+		m.compareStream(t, what, es, s, floor)
 	}
 }
 
@@ -207,13 +209,13 @@ func (m *model) compareLog(t *rapid.T, what string, db *pipeline.DB, floor uint6
 	}
 }
 
-func (m *model) compareStream(t *rapid.T, what string, db *pipeline.DB, s string, floor uint64) {
+func (m *model) compareStream(t *rapid.T, what string, es *eventstore.Store, s string, floor uint64) {
 	ids, pos := m.streams[s], m.evPos[s]
 	first := 0
 	for first < len(pos) && pos[first] < floor {
 		first++
 	}
-	evs, err := db.ReadStream(s, uint64(first), 1<<10)
+	evs, err := es.ReadStream(context.Background(), s, uint64(first), 1<<10)
 	if err != nil {
 		t.Fatalf("%s: ReadStream(%s, %d): %v", what, s, first, err)
 	}

@@ -26,6 +26,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/rockline/rockline/eventstore"
 	"github.com/rockline/rockline/pipeline"
 	"github.com/rockline/rockline/storage"
 )
@@ -38,9 +39,10 @@ func TestMain(m *testing.M) {
 //
 // Anonymous memory is the whole process: Go heap, RocksDB's block cache, table readers
 // and memtables. Memtables grow by design up to their configured budget (rockline's
-// log and stream families always use RocksDB's 64 MiB x 2; the soak gives its own
-// families 4 MiB), and memory freed by a flush stays with the allocator for the next
-// memtable, so anon follows the memtables' high-water mark, not their current size.
+// log and system families always use RocksDB's 64 MiB x 2; the soak's FamilyDefaults
+// give its own families and the event store's 4 MiB), and memory freed by a flush
+// stays with the allocator for the next memtable, so anon follows the memtables'
+// high-water mark, not their current size.
 // The anon bound therefore applies to anon growth less the growth of that high-water
 // mark (reported as "anon beyond memtables").
 //
@@ -143,6 +145,10 @@ func TestSoak(t *testing.T) {
 			db.Close()
 		}
 	}()
+	es, err := eventstore.New(db)
+	if err != nil {
+		t.Fatal(err)
+	}
 	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
 	acc, err := db.CreateColumnFamily("accounts")
@@ -254,7 +260,7 @@ func TestSoak(t *testing.T) {
 	for s := range numStreams {
 		run(fmt.Sprintf("appends %d", s), func() error {
 			stream := fmt.Sprintf("soak-%d", s)
-			expect := pipeline.NoStream
+			expect := eventstore.NoStream
 			tick := time.NewTicker(2 * time.Millisecond)
 			defer tick.Stop()
 			for i := 0; ctx.Err() == nil; i++ {
@@ -263,14 +269,14 @@ func TestSoak(t *testing.T) {
 				case <-ctx.Done():
 					return nil
 				}
-				res, err := db.Append(ctx, stream, expect, pipeline.Event{ID: fmt.Sprintf("%s-%d", stream, i), Type: "tick", Data: []byte(strconv.Itoa(i))})
+				res, err := es.Append(ctx, stream, expect, pipeline.Event{ID: fmt.Sprintf("%s-%d", stream, i), Type: "tick", Data: []byte(strconv.Itoa(i))})
 				if errors.Is(err, context.Canceled) {
 					return nil
 				}
 				if err != nil {
 					return err
 				}
-				expect = pipeline.Revision(res.NextExpectedRevision)
+				expect = eventstore.Revision(res.NextExpectedRevision)
 				n.appends.Add(1)
 			}
 			return nil

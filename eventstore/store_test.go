@@ -1,4 +1,4 @@
-package pipeline_test
+package eventstore_test
 
 import (
 	"context"
@@ -10,30 +10,31 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/rockline/rockline/eventstore"
 	"github.com/rockline/rockline/pipeline"
 )
 
 // revisionsEqual lets cmp compare ExpectedRevision, whose fields are unexported.
-var revisionsEqual = cmp.Comparer(func(a, b pipeline.ExpectedRevision) bool { return a == b })
+var revisionsEqual = cmp.Comparer(func(a, b eventstore.ExpectedRevision) bool { return a == b })
 
 // seedStream appends n events (no IDs) to stream, one commit each.
-func seedStream(t testing.TB, db *pipeline.DB, stream string, n int) {
+func seedStream(t testing.TB, es *eventstore.Store, stream string, n int) {
 	t.Helper()
 	for i := range n {
-		exp := pipeline.NoStream
+		exp := eventstore.NoStream
 		if i > 0 {
-			exp = pipeline.Revision(uint64(i - 1))
+			exp = eventstore.Revision(uint64(i - 1))
 		}
-		if _, err := db.Append(context.Background(), stream, exp, pipeline.Event{Type: "seeded", Data: []byte(fmt.Sprint(i))}); err != nil {
+		if _, err := es.Append(context.Background(), stream, exp, pipeline.Event{Type: "seeded", Data: []byte(fmt.Sprint(i))}); err != nil {
 			t.Fatalf("seed %s event %d: %v", stream, i, err)
 		}
 	}
 }
 
 // streamEvents reads the whole stream forward.
-func streamEvents(t testing.TB, db *pipeline.DB, stream string) []pipeline.RecordedEvent {
+func streamEvents(t testing.TB, es *eventstore.Store, stream string) []eventstore.RecordedEvent {
 	t.Helper()
-	evs, err := db.ReadStream(stream, 0, 1<<20)
+	evs, err := es.ReadStream(ctx, stream, 0, 1<<20)
 	if err != nil {
 		t.Fatalf("ReadStream(%s): %v", stream, err)
 	}
@@ -58,8 +59,8 @@ func wantArgumentError(t testing.TB, what string, err error, arg string) {
 }
 
 // TestStreamExpectedRevision is the truth table of the four expectations against a
-// missing stream and streams whose last revision is 0 and 2, through DB.Append and
-// Txn.Append: success appends at the next revision; failure is a
+// missing stream and streams whose last revision is 0 and 2, through Store.Append and
+// Store.AppendTxn: success appends at the next revision; failure is a
 // *WrongExpectedVersionError with the stream's actual state and the expectation, and
 // writes nothing.
 func TestStreamExpectedRevision(t *testing.T) {
@@ -70,71 +71,71 @@ func TestStreamExpectedRevision(t *testing.T) {
 	none, rev0, rev2 := state{"no stream", 0}, state{"last revision 0", 1}, state{"last revision 2", 3}
 	cases := []struct {
 		state    state
-		expected pipeline.ExpectedRevision
+		expected eventstore.ExpectedRevision
 		ok       bool
 	}{
-		{none, pipeline.Any, true},
-		{none, pipeline.NoStream, true},
-		{none, pipeline.StreamExists, false},
-		{none, pipeline.Revision(0), false},
-		{none, pipeline.Revision(2), false},
-		{rev0, pipeline.Any, true},
-		{rev0, pipeline.NoStream, false},
-		{rev0, pipeline.StreamExists, true},
-		{rev0, pipeline.Revision(0), true},
-		{rev0, pipeline.Revision(1), false},
-		{rev0, pipeline.Revision(2), false},
-		{rev2, pipeline.Any, true},
-		{rev2, pipeline.NoStream, false},
-		{rev2, pipeline.StreamExists, true},
-		{rev2, pipeline.Revision(0), false},
-		{rev2, pipeline.Revision(1), false},
-		{rev2, pipeline.Revision(2), true},
-		{rev2, pipeline.Revision(3), false},
+		{none, eventstore.Any, true},
+		{none, eventstore.NoStream, true},
+		{none, eventstore.StreamExists, false},
+		{none, eventstore.Revision(0), false},
+		{none, eventstore.Revision(2), false},
+		{rev0, eventstore.Any, true},
+		{rev0, eventstore.NoStream, false},
+		{rev0, eventstore.StreamExists, true},
+		{rev0, eventstore.Revision(0), true},
+		{rev0, eventstore.Revision(1), false},
+		{rev0, eventstore.Revision(2), false},
+		{rev2, eventstore.Any, true},
+		{rev2, eventstore.NoStream, false},
+		{rev2, eventstore.StreamExists, true},
+		{rev2, eventstore.Revision(0), false},
+		{rev2, eventstore.Revision(1), false},
+		{rev2, eventstore.Revision(2), true},
+		{rev2, eventstore.Revision(3), false},
 	}
-	appenders := map[string]func(db *pipeline.DB, stream string, exp pipeline.ExpectedRevision, ev pipeline.Event) (pipeline.AppendResult, error){
-		"DB.Append": func(db *pipeline.DB, stream string, exp pipeline.ExpectedRevision, ev pipeline.Event) (pipeline.AppendResult, error) {
-			return db.Append(context.Background(), stream, exp, ev)
+	db, es, _ := openStore(t, pipeline.Config{})
+	appenders := map[string]func(db *pipeline.DB, stream string, exp eventstore.ExpectedRevision, ev pipeline.Event) (eventstore.AppendResult, error){
+		"Store.Append": func(db *pipeline.DB, stream string, exp eventstore.ExpectedRevision, ev pipeline.Event) (eventstore.AppendResult, error) {
+			return es.Append(context.Background(), stream, exp, ev)
 		},
-		"Txn.Append": func(db *pipeline.DB, stream string, exp pipeline.ExpectedRevision, ev pipeline.Event) (pipeline.AppendResult, error) {
+		"Store.AppendTxn": func(db *pipeline.DB, stream string, exp eventstore.ExpectedRevision, ev pipeline.Event) (eventstore.AppendResult, error) {
 			tx := db.Begin()
-			if err := tx.Append(stream, exp, ev); err != nil {
+			if err := es.AppendTxn(tx, stream, exp, ev); err != nil {
 				tx.Discard()
-				return pipeline.AppendResult{}, err
+				return eventstore.AppendResult{}, err
 			}
 			pos, err := tx.CommitPosition(context.Background())
-			return pipeline.AppendResult{Position: pos}, err
+			return eventstore.AppendResult{Position: pos}, err
 		},
 	}
-	db, _ := openDB(t, pipeline.Config{})
 	for via, appendFn := range appenders {
 		for i, tc := range cases {
 			t.Run(fmt.Sprintf("%s/%s/%s", via, tc.state.name, tc.expected), func(t *testing.T) {
 				stream := fmt.Sprintf("%s-%d", via, i)
-				seedStream(t, db, stream, tc.state.events)
-				before, last := streamEvents(t, db, stream), db.LastPosition()
+				seedStream(t, es, stream, tc.state.events)
+				before, last := streamEvents(t, es, stream), db.LastPosition()
 				ev := pipeline.Event{Type: "appended", Data: []byte("x")}
 				res, err := appendFn(db, stream, tc.expected, ev)
 				if !tc.ok {
-					wantActual := pipeline.NoStream
+					wantActual := eventstore.NoStream
 					if tc.state.events > 0 {
-						wantActual = pipeline.Revision(uint64(tc.state.events - 1))
+						wantActual = eventstore.Revision(uint64(tc.state.events - 1))
 					}
-					var we *pipeline.WrongExpectedVersionError
+					var we *eventstore.WrongExpectedVersionError
 					if !errors.As(err, &we) {
 						t.Fatalf("error %v, want a *WrongExpectedVersionError", err)
 					}
-					want := &pipeline.WrongExpectedVersionError{Stream: stream, Expected: tc.expected, Actual: wantActual}
+					want := &eventstore.WrongExpectedVersionError{Stream: stream, Expected: tc.expected, Actual: wantActual}
 					if diff := cmp.Diff(want, we, revisionsEqual); diff != "" {
 						t.Errorf("error (-want +got):\n%s", diff)
 					}
-					if !errors.Is(err, pipeline.ErrWrongExpectedVersion) {
+					if !errors.Is(err, eventstore.ErrWrongExpectedVersion) {
 						t.Errorf("%v does not match ErrWrongExpectedVersion", err)
 					}
 					if got := db.LastPosition(); got != last {
 						t.Errorf("LastPosition %d -> %d after a refused append", last, got)
 					}
-					if diff := cmp.Diff(before, streamEvents(t, db, stream)); diff != "" {
+					if diff := cmp.Diff(before, streamEvents(t, es, stream)); diff != "" {
 						t.Errorf("stream changed by a refused append (-before +after):\n%s", diff)
 					}
 					return
@@ -145,10 +146,10 @@ func TestStreamExpectedRevision(t *testing.T) {
 				if res.Position != last+1 || db.LastPosition() != last+1 {
 					t.Errorf("position %d, LastPosition %d; want both %d", res.Position, db.LastPosition(), last+1)
 				}
-				if via == "DB.Append" && res.NextExpectedRevision != uint64(tc.state.events) {
+				if via == "Store.Append" && res.NextExpectedRevision != uint64(tc.state.events) {
 					t.Errorf("NextExpectedRevision = %d, want %d", res.NextExpectedRevision, tc.state.events)
 				}
-				after := streamEvents(t, db, stream)
+				after := streamEvents(t, es, stream)
 				if len(after) != tc.state.events+1 {
 					t.Fatalf("stream has %d events, want %d", len(after), tc.state.events+1)
 				}
@@ -161,11 +162,11 @@ func TestStreamExpectedRevision(t *testing.T) {
 	}
 	t.Run("zero ExpectedRevision", func(t *testing.T) {
 		last := db.LastPosition()
-		_, err := db.Append(context.Background(), "zero", pipeline.ExpectedRevision{}, pipeline.Event{Type: "t"})
-		wantArgumentError(t, "DB.Append", err, "expected")
+		_, err := es.Append(context.Background(), "zero", eventstore.ExpectedRevision{}, pipeline.Event{Type: "t"})
+		wantArgumentError(t, "Store.Append", err, "expected")
 		tx := db.Begin()
 		defer tx.Discard()
-		wantArgumentError(t, "Txn.Append", tx.Append("zero", pipeline.ExpectedRevision{}, pipeline.Event{Type: "t"}), "expected")
+		wantArgumentError(t, "Store.AppendTxn", es.AppendTxn(tx, "zero", eventstore.ExpectedRevision{}, pipeline.Event{Type: "t"}), "expected")
 		if got := db.LastPosition(); got != last {
 			t.Errorf("LastPosition %d -> %d", last, got)
 		}
@@ -181,18 +182,18 @@ func TestStreamConcurrentAppendSameRevision(t *testing.T) {
 	cases := []struct {
 		name     string
 		seeded   int
-		expected pipeline.ExpectedRevision
+		expected eventstore.ExpectedRevision
 	}{
-		{"NoStream", 0, pipeline.NoStream},
-		{"Revision(1)", 2, pipeline.Revision(1)},
+		{"NoStream", 0, eventstore.NoStream},
+		{"Revision(1)", 2, eventstore.Revision(1)},
 	}
 	for _, pol := range policies {
 		for _, tc := range cases {
 			t.Run(pol+"/"+tc.name, func(t *testing.T) {
-				db, _ := openDB(t, pipeline.Config{Validation: pol, Lanes: 4})
-				seedStream(t, db, "race", tc.seeded)
+				db, es, _ := openStore(t, pipeline.Config{Validation: pol, Lanes: 4})
+				seedStream(t, es, "race", tc.seeded)
 				type result struct {
-					res pipeline.AppendResult
+					res eventstore.AppendResult
 					err error
 				}
 				results := make([]result, racers)
@@ -201,7 +202,7 @@ func TestStreamConcurrentAppendSameRevision(t *testing.T) {
 				for i := range racers {
 					wg.Go(func() {
 						<-start
-						r, err := db.Append(context.Background(), "race", tc.expected, pipeline.Event{Type: "raced", Data: []byte(fmt.Sprint(i))})
+						r, err := es.Append(context.Background(), "race", tc.expected, pipeline.Event{Type: "raced", Data: []byte(fmt.Sprint(i))})
 						results[i] = result{r, err}
 					})
 				}
@@ -227,16 +228,16 @@ func TestStreamConcurrentAppendSameRevision(t *testing.T) {
 					if i == winner {
 						continue
 					}
-					var we *pipeline.WrongExpectedVersionError
-					if !errors.As(r.err, &we) || !errors.Is(r.err, pipeline.ErrWrongExpectedVersion) {
+					var we *eventstore.WrongExpectedVersionError
+					if !errors.As(r.err, &we) || !errors.Is(r.err, eventstore.ErrWrongExpectedVersion) {
 						t.Errorf("append %d: %v, want ErrWrongExpectedVersion", i, r.err)
 						continue
 					}
-					if we.Actual != pipeline.Revision(wantRev) || we.Expected != tc.expected {
+					if we.Actual != eventstore.Revision(wantRev) || we.Expected != tc.expected {
 						t.Errorf("append %d: expected %s actual %s, want expected %s actual %d", i, we.Expected, we.Actual, tc.expected, wantRev)
 					}
 				}
-				evs := streamEvents(t, db, "race")
+				evs := streamEvents(t, es, "race")
 				if len(evs) != tc.seeded+1 {
 					t.Fatalf("stream has %d events, want %d", len(evs), tc.seeded+1)
 				}
@@ -258,7 +259,7 @@ func TestStreamConcurrentAppendSameRevision(t *testing.T) {
 func TestStreamMultiStreamAppend(t *testing.T) {
 	for _, pol := range policies {
 		t.Run(pol, func(t *testing.T) {
-			db, _ := openDB(t, pipeline.Config{Validation: pol})
+			db, es, _ := openStore(t, pipeline.Config{Validation: pol})
 			batches := map[string][]pipeline.Event{
 				"a": {{ID: "a0", Type: "t", Data: []byte("a0")}, {ID: "a1", Type: "t"}},
 				"b": {{ID: "b0", Type: "t", Data: []byte("b0")}},
@@ -268,7 +269,7 @@ func TestStreamMultiStreamAppend(t *testing.T) {
 			tx := db.Begin()
 			var all []pipeline.Event
 			for _, s := range order {
-				if err := tx.Append(s, pipeline.NoStream, batches[s]...); err != nil {
+				if err := es.AppendTxn(tx, s, eventstore.NoStream, batches[s]...); err != nil {
 					t.Fatalf("Append(%s): %v", s, err)
 				}
 				all = append(all, batches[s]...)
@@ -285,28 +286,28 @@ func TestStreamMultiStreamAppend(t *testing.T) {
 				t.Errorf("entry events (-want +got):\n%s", diff)
 			}
 			for _, s := range order {
-				var want []pipeline.RecordedEvent
+				var want []eventstore.RecordedEvent
 				for i, ev := range batches[s] {
-					want = append(want, pipeline.RecordedEvent{Stream: s, Revision: uint64(i), Position: pos, Time: entry.Time, Event: ev})
+					want = append(want, eventstore.RecordedEvent{Stream: s, Revision: uint64(i), Position: pos, Time: entry.Time, Event: ev})
 				}
-				if diff := cmp.Diff(want, streamEvents(t, db, s)); diff != "" {
+				if diff := cmp.Diff(want, streamEvents(t, es, s)); diff != "" {
 					t.Errorf("stream %s (-want +got):\n%s", s, diff)
 				}
 			}
 
-			before := map[string][]pipeline.RecordedEvent{}
+			before := map[string][]eventstore.RecordedEvent{}
 			for _, s := range append(order, "new") {
-				before[s] = streamEvents(t, db, s)
+				before[s] = streamEvents(t, es, s)
 			}
 			last := db.LastPosition()
 			tx = db.Begin()
-			if err := tx.Append("a", pipeline.Revision(1), pipeline.Event{Type: "t", ID: "a2"}); err != nil {
+			if err := es.AppendTxn(tx, "a", eventstore.Revision(1), pipeline.Event{Type: "t", ID: "a2"}); err != nil {
 				t.Fatalf("first append: %v", err)
 			}
-			if err := tx.Append("b", pipeline.Revision(5), pipeline.Event{Type: "t", ID: "b1"}); !errors.Is(err, pipeline.ErrWrongExpectedVersion) {
+			if err := es.AppendTxn(tx, "b", eventstore.Revision(5), pipeline.Event{Type: "t", ID: "b1"}); !errors.Is(err, eventstore.ErrWrongExpectedVersion) {
 				t.Fatalf("second append: %v, want ErrWrongExpectedVersion", err)
 			}
-			if err := tx.Append("new", pipeline.StreamExists, pipeline.Event{Type: "t"}); !errors.Is(err, pipeline.ErrWrongExpectedVersion) {
+			if err := es.AppendTxn(tx, "new", eventstore.StreamExists, pipeline.Event{Type: "t"}); !errors.Is(err, eventstore.ErrWrongExpectedVersion) {
 				t.Fatalf("third append: %v, want ErrWrongExpectedVersion", err)
 			}
 			tx.Discard()
@@ -314,15 +315,15 @@ func TestStreamMultiStreamAppend(t *testing.T) {
 				t.Errorf("LastPosition %d -> %d after a discarded transaction", last, got)
 			}
 			for _, s := range append(order, "new") {
-				if diff := cmp.Diff(before[s], streamEvents(t, db, s)); diff != "" {
+				if diff := cmp.Diff(before[s], streamEvents(t, es, s)); diff != "" {
 					t.Errorf("stream %s changed (-before +after):\n%s", s, diff)
 				}
 			}
 			// The heads were not moved either: the same appends still expect the old revisions.
-			if _, err := db.Append(context.Background(), "a", pipeline.Revision(1), pipeline.Event{Type: "t", ID: "a2"}); err != nil {
+			if _, err := es.Append(context.Background(), "a", eventstore.Revision(1), pipeline.Event{Type: "t", ID: "a2"}); err != nil {
 				t.Errorf("append to a at revision 1 after the discard: %v", err)
 			}
-			if _, err := db.Append(context.Background(), "b", pipeline.Revision(0), pipeline.Event{Type: "t", ID: "b1"}); err != nil {
+			if _, err := es.Append(context.Background(), "b", eventstore.Revision(0), pipeline.Event{Type: "t", ID: "b1"}); err != nil {
 				t.Errorf("append to b at revision 0 after the discard: %v", err)
 			}
 		})
@@ -338,32 +339,32 @@ func TestStreamIdempotentAppend(t *testing.T) {
 	cases := []struct {
 		name     string
 		seeded   int
-		expected pipeline.ExpectedRevision
+		expected eventstore.ExpectedRevision
 		wantNext uint64
 	}{
-		{"NoStream", 0, pipeline.NoStream, 1},
-		{"Revision(2)", 3, pipeline.Revision(2), 4},
-		{"Any on a new stream", 0, pipeline.Any, 1},
-		{"Any", 1, pipeline.Any, 2},
-		{"StreamExists", 2, pipeline.StreamExists, 3},
+		{"NoStream", 0, eventstore.NoStream, 1},
+		{"Revision(2)", 3, eventstore.Revision(2), 4},
+		{"Any on a new stream", 0, eventstore.Any, 1},
+		{"Any", 1, eventstore.Any, 2},
+		{"StreamExists", 2, eventstore.StreamExists, 3},
 	}
 	for _, pol := range policies {
 		for _, tc := range cases {
 			t.Run(pol+"/"+tc.name, func(t *testing.T) {
 				ctx := context.Background()
-				db, _ := openDB(t, pipeline.Config{Validation: pol})
-				seedStream(t, db, "s", tc.seeded)
-				first, err := db.Append(ctx, "s", tc.expected, evs...)
+				db, es, _ := openStore(t, pipeline.Config{Validation: pol})
+				seedStream(t, es, "s", tc.seeded)
+				first, err := es.Append(ctx, "s", tc.expected, evs...)
 				if err != nil {
 					t.Fatal(err)
 				}
-				want := pipeline.AppendResult{NextExpectedRevision: tc.wantNext, Position: db.LastPosition()}
+				want := eventstore.AppendResult{NextExpectedRevision: tc.wantNext, Position: db.LastPosition()}
 				if diff := cmp.Diff(want, first); diff != "" {
 					t.Errorf("first append (-want +got):\n%s", diff)
 				}
-				stream, last := streamEvents(t, db, "s"), db.LastPosition()
+				stream, last := streamEvents(t, es, "s"), db.LastPosition()
 				for attempt := range 2 {
-					again, err := db.Append(ctx, "s", tc.expected, evs...)
+					again, err := es.Append(ctx, "s", tc.expected, evs...)
 					if err != nil {
 						t.Fatalf("retry %d: %v", attempt, err)
 					}
@@ -374,20 +375,20 @@ func TestStreamIdempotentAppend(t *testing.T) {
 				if got := db.LastPosition(); got != last {
 					t.Errorf("LastPosition %d -> %d after retries", last, got)
 				}
-				if diff := cmp.Diff(stream, streamEvents(t, db, "s")); diff != "" {
+				if diff := cmp.Diff(stream, streamEvents(t, es, "s")); diff != "" {
 					t.Errorf("stream changed by retries (-before +after):\n%s", diff)
 				}
 				// The same expectation with different IDs is a new append, refused or
 				// appended by the usual rules, never reported as the earlier one.
 				other := []pipeline.Event{{ID: "id-1", Type: "t"}, {ID: "id-9", Type: "t"}}
-				res, err := db.Append(ctx, "s", tc.expected, other...)
+				res, err := es.Append(ctx, "s", tc.expected, other...)
 				switch {
-				case tc.expected == pipeline.Any || tc.expected == pipeline.StreamExists:
+				case tc.expected == eventstore.Any || tc.expected == eventstore.StreamExists:
 					if err != nil || res.NextExpectedRevision != tc.wantNext+2 {
 						t.Errorf("append of other IDs = %+v, %v; want a new append up to revision %d", res, err, tc.wantNext+2)
 					}
 				default:
-					if !errors.Is(err, pipeline.ErrWrongExpectedVersion) {
+					if !errors.Is(err, eventstore.ErrWrongExpectedVersion) {
 						t.Errorf("append of other IDs = %+v, %v; want ErrWrongExpectedVersion", res, err)
 					}
 				}
@@ -402,20 +403,20 @@ func TestStreamIdempotentAppend(t *testing.T) {
 // and commits are not mixed in.
 func TestStreamRead(t *testing.T) {
 	ctx := context.Background()
-	db, _ := openDB(t, pipeline.Config{})
+	db, es, _ := openStore(t, pipeline.Config{})
 	appends := [][]pipeline.Event{
 		{{ID: "o0", Type: "placed", Data: []byte("zero")}, {ID: "o1", Type: "paid", Data: []byte("one")}},
 		{{Type: "noted"}},
 		{{Type: "packed", Data: []byte("three"), Metadata: []byte("meta")}, {ID: "o4", Type: "shipped", Data: []byte{}}},
 	}
-	var all []pipeline.RecordedEvent
+	var all []eventstore.RecordedEvent
 	rev := uint64(0)
 	for i, batch := range appends {
-		exp := pipeline.NoStream
+		exp := eventstore.NoStream
 		if i > 0 {
-			exp = pipeline.Revision(rev - 1)
+			exp = eventstore.Revision(rev - 1)
 		}
-		res, err := db.Append(ctx, "order", exp, batch...)
+		res, err := es.Append(ctx, "order", exp, batch...)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -430,11 +431,11 @@ func TestStreamRead(t *testing.T) {
 			if len(ev.Data) == 0 {
 				ev.Data = nil // empty and nil Data are stored alike
 			}
-			all = append(all, pipeline.RecordedEvent{Stream: "order", Revision: rev, Position: res.Position, Time: entry.Time, Event: ev})
+			all = append(all, eventstore.RecordedEvent{Stream: "order", Revision: rev, Position: res.Position, Time: entry.Time, Event: ev})
 			rev++
 		}
 		// Unrelated commits between the appends: another stream and a plain write.
-		if _, err := db.Append(ctx, "order-other", pipeline.Any, pipeline.Event{Type: "noise"}); err != nil {
+		if _, err := es.Append(ctx, "order-other", eventstore.Any, pipeline.Event{Type: "noise"}); err != nil {
 			t.Fatal(err)
 		}
 		put(t, db, db.Default(), fmt.Sprintf("k%d", i), "v")
@@ -442,8 +443,8 @@ func TestStreamRead(t *testing.T) {
 	if all[2].Data != nil {
 		t.Fatal("the test needs an event with nil Data")
 	}
-	reversed := func(evs []pipeline.RecordedEvent) []pipeline.RecordedEvent {
-		out := make([]pipeline.RecordedEvent, len(evs))
+	reversed := func(evs []eventstore.RecordedEvent) []eventstore.RecordedEvent {
+		out := make([]eventstore.RecordedEvent, len(evs))
 		for i, e := range evs {
 			out[len(evs)-1-i] = e
 		}
@@ -454,7 +455,7 @@ func TestStreamRead(t *testing.T) {
 		backward bool
 		from     uint64
 		limit    int
-		want     []pipeline.RecordedEvent
+		want     []eventstore.RecordedEvent
 	}{
 		{"forward all", false, 0, 100, all},
 		{"forward limit", false, 0, 2, all[:2]},
@@ -470,12 +471,12 @@ func TestStreamRead(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			var got []pipeline.RecordedEvent
+			var got []eventstore.RecordedEvent
 			var err error
 			if tc.backward {
-				got, err = db.ReadStreamBackward("order", tc.from, tc.limit)
+				got, err = es.ReadStreamBackward(ctx, "order", tc.from, tc.limit)
 			} else {
-				got, err = db.ReadStream("order", tc.from, tc.limit)
+				got, err = es.ReadStream(ctx, "order", tc.from, tc.limit)
 			}
 			if err != nil {
 				t.Fatal(err)
@@ -490,11 +491,11 @@ func TestStreamRead(t *testing.T) {
 	}
 	t.Run("missing stream", func(t *testing.T) {
 		for _, backward := range []bool{false, true} {
-			read := db.ReadStream
+			read := es.ReadStream
 			if backward {
-				read = db.ReadStreamBackward
+				read = es.ReadStreamBackward
 			}
-			if got, err := read("ord", 0, 10); err != nil || len(got) != 0 {
+			if got, err := read(ctx, "ord", 0, 10); err != nil || len(got) != 0 {
 				t.Errorf("backward=%v: %v, %v; want no events and no error", backward, got, err)
 			}
 		}
@@ -506,30 +507,30 @@ func TestStreamRead(t *testing.T) {
 // written. The longest valid name and nil Data are accepted.
 func TestStreamInvalidArguments(t *testing.T) {
 	ctx := context.Background()
-	db, _ := openDB(t, pipeline.Config{})
+	db, es, _ := openStore(t, pipeline.Config{})
 	ev := pipeline.Event{Type: "t"}
 	streamCalls := map[string]func(stream string) error{
-		"DB.Append": func(s string) error {
-			_, err := db.Append(ctx, s, pipeline.Any, ev)
+		"Store.Append": func(s string) error {
+			_, err := es.Append(ctx, s, eventstore.Any, ev)
 			return err
 		},
-		"Txn.Append": func(s string) error {
+		"Store.AppendTxn": func(s string) error {
 			tx := db.Begin()
 			defer tx.Discard()
-			return tx.Append(s, pipeline.Any, ev)
+			return es.AppendTxn(tx, s, eventstore.Any, ev)
 		},
 		"ReadStream": func(s string) error {
-			_, err := db.ReadStream(s, 0, 10)
+			_, err := es.ReadStream(ctx, s, 0, 10)
 			return err
 		},
 		"ReadStreamBackward": func(s string) error {
-			_, err := db.ReadStreamBackward(s, 0, 10)
+			_, err := es.ReadStreamBackward(ctx, s, 0, 10)
 			return err
 		},
 	}
 	badNames := map[string]string{
 		"empty":        "",
-		"1025 bytes":   strings.Repeat("s", pipeline.MaxStreamNameLen+1),
+		"1025 bytes":   strings.Repeat("s", eventstore.MaxStreamNameLen+1),
 		"invalid UTF8": "\xff",
 		"NUL":          "a\x00b",
 	}
@@ -542,14 +543,14 @@ func TestStreamInvalidArguments(t *testing.T) {
 	}
 
 	eventCalls := map[string]func(events ...pipeline.Event) error{
-		"DB.Append": func(evs ...pipeline.Event) error {
-			_, err := db.Append(ctx, "s", pipeline.Any, evs...)
+		"Store.Append": func(evs ...pipeline.Event) error {
+			_, err := es.Append(ctx, "s", eventstore.Any, evs...)
 			return err
 		},
-		"Txn.Append": func(evs ...pipeline.Event) error {
+		"Store.AppendTxn": func(evs ...pipeline.Event) error {
 			tx := db.Begin()
 			defer tx.Discard()
-			return tx.Append("s", pipeline.Any, evs...)
+			return es.AppendTxn(tx, "s", eventstore.Any, evs...)
 		},
 		"Txn.AddEvents": func(evs ...pipeline.Event) error {
 			tx := db.Begin()
@@ -577,7 +578,7 @@ func TestStreamInvalidArguments(t *testing.T) {
 		}
 	}
 	for _, limit := range []int{0, -1, 1<<20 + 1} {
-		_, err := db.ReadStream("s", 0, limit)
+		_, err := es.ReadStream(ctx, "s", 0, limit)
 		wantArgumentError(t, fmt.Sprintf("ReadStream limit %d", limit), err, "limit")
 	}
 	if got := db.LastPosition(); got != 0 {
@@ -585,15 +586,15 @@ func TestStreamInvalidArguments(t *testing.T) {
 	}
 
 	t.Run("valid edge cases", func(t *testing.T) {
-		longest := strings.Repeat("s", pipeline.MaxStreamNameLen)
-		if _, err := db.Append(ctx, longest, pipeline.NoStream, pipeline.Event{Type: "t", Data: nil}); err != nil {
+		longest := strings.Repeat("s", eventstore.MaxStreamNameLen)
+		if _, err := es.Append(ctx, longest, eventstore.NoStream, pipeline.Event{Type: "t", Data: nil}); err != nil {
 			t.Fatalf("append to a %d-byte stream name with nil Data: %v", len(longest), err)
 		}
-		got := streamEvents(t, db, longest)
+		got := streamEvents(t, es, longest)
 		if len(got) != 1 || got[0].Data != nil || got[0].Stream != longest {
 			t.Errorf("read back %+v, want one event with nil Data", got)
 		}
-		if _, err := db.Append(ctx, "ünïcødé/stream", pipeline.NoStream, pipeline.Event{Type: "týpe"}); err != nil {
+		if _, err := es.Append(ctx, "ünïcødé/stream", eventstore.NoStream, pipeline.Event{Type: "týpe"}); err != nil {
 			t.Errorf("append with UTF-8 stream and type: %v", err)
 		}
 	})

@@ -1,0 +1,171 @@
+package eventstore
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+
+	"github.com/rockline/rockline/pipeline"
+	"github.com/rockline/rockline/storage"
+)
+
+// AppendResult is the outcome of an append: the revision of the stream's last event
+// (pass it as Revision(n) to the next append) and the commit's log position.
+type AppendResult struct {
+	NextExpectedRevision uint64
+	Position             uint64
+}
+
+// Append appends events to stream in a transaction of its own, retrying conflicts as
+// pipeline.DB.Update does (a conflict with a concurrent append re-reads the head, so
+// the loser gets a *WrongExpectedVersionError). A retried append whose events, all
+// with IDs, are already the stream's events at the revisions expected returns the
+// original result without writing. Errors: *WrongExpectedVersionError, an
+// *pipeline.ArgumentError for a bad stream name or event, and the errors of
+// pipeline.Txn.Commit.
+func (s *Store) Append(ctx context.Context, stream string, expected ExpectedRevision, events ...Event) (AppendResult, error) {
+	var res AppendResult
+	var done bool
+	pos, err := s.db.UpdatePosition(ctx, func(tx *pipeline.Txn) error {
+		var err error
+		res, done, err = s.appendTxn("Store.Append", tx, stream, expected, events)
+		return err
+	})
+	if err != nil {
+		return AppendResult{}, err
+	}
+	if !done {
+		res.Position = pos
+	}
+	return res, nil
+}
+
+// AppendTxn appends events to stream within tx, if the stream's state meets expected;
+// otherwise it returns a *WrongExpectedVersionError carrying the actual revision.
+// Appends to several streams in one transaction, and the transaction's other writes,
+// commit atomically. The stream's head is read with tracking, so a concurrent append
+// makes the commit fail with pipeline.ErrConflict (Append retries and then reports the
+// mismatch). Appending events whose IDs are already the stream's events at the
+// revisions expected succeeds without writing them again. Stream names are 1..1024
+// bytes of UTF-8 without NUL; at least one event is required. On any error tx is left
+// as it was.
+func (s *Store) AppendTxn(tx *pipeline.Txn, stream string, expected ExpectedRevision, events ...Event) error {
+	_, _, err := s.appendTxn("Store.AppendTxn", tx, stream, expected, events)
+	return err
+}
+
+// appendTxn is AppendTxn; done reports an append found already made (res is then the
+// original result, position included).
+func (s *Store) appendTxn(op string, tx *pipeline.Txn, stream string, expected ExpectedRevision, events []Event) (res AppendResult, done bool, err error) {
+	if tx == nil {
+		return AppendResult{}, false, &pipeline.ArgumentError{Op: op, Arg: "tx", Reason: "must not be nil"}
+	}
+	if tx.DB() != s.db {
+		return AppendResult{}, false, &pipeline.ArgumentError{Op: op, Arg: "tx", Reason: "belongs to another database than the store's", Err: storage.ErrForeignFamily}
+	}
+	if err := checkStream(op, stream); err != nil {
+		return AppendResult{}, false, err
+	}
+	if !expected.valid() {
+		return AppendResult{}, false, &pipeline.ArgumentError{Op: op, Arg: "expected", Reason: "must be Any, NoStream, StreamExists or Revision(n)"}
+	}
+	if len(events) == 0 {
+		return AppendResult{}, false, &pipeline.ArgumentError{Op: op, Arg: "events", Reason: "at least one event is required"}
+	}
+	if err := pipeline.CheckEvents(op, events); err != nil {
+		return AppendResult{}, false, err
+	}
+	cur, exists, err := s.head(tx, stream)
+	if err != nil {
+		return AppendResult{}, false, err
+	}
+	if res, ok, err := s.alreadyAppended(tx, stream, expected, cur, exists, events); err != nil || ok {
+		return res, ok, err
+	}
+	if !expected.matches(cur, exists) {
+		return AppendResult{}, false, &WrongExpectedVersionError{Stream: stream, Expected: expected, Actual: actual(cur, exists)}
+	}
+	first := uint64(0)
+	if exists {
+		first = cur + 1
+	}
+	last := first + uint64(len(events)) - 1
+	if err := tx.Put(s.cf, headKey(stream), binary.AppendUvarint(nil, last)); err != nil {
+		return AppendResult{}, false, err
+	}
+	idx := tx.EventCount()
+	if err := tx.AddEvents(events...); err != nil {
+		return AppendResult{}, false, err // only a done transaction fails here, before Put could succeed
+	}
+	var payload [binary.MaxVarintLen64 + pipeline.MaxEventIDLen]byte
+	for i, e := range events {
+		p := append(binary.AppendUvarint(payload[:0], uint64(idx+i)), e.ID...)
+		if err := tx.PutAtCommit(s.cf, eventKey(stream, first+uint64(i)), p, eventValue); err != nil {
+			return AppendResult{}, false, err
+		}
+	}
+	return AppendResult{NextExpectedRevision: last}, false, nil
+}
+
+// head returns the revision of the stream's last event as tx sees it, tracking the
+// read.
+func (s *Store) head(tx *pipeline.Txn, stream string) (uint64, bool, error) {
+	v, err := tx.Get(s.cf, headKey(stream))
+	if errors.Is(err, pipeline.ErrNotFound) {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, err
+	}
+	rev, err := parseHead(stream, v)
+	return rev, err == nil, err
+}
+
+// alreadyAppended reports whether events (all with IDs) are already the stream's events
+// at the revisions the append expected: a retried append. It returns the original
+// result.
+func (s *Store) alreadyAppended(tx *pipeline.Txn, stream string, expected ExpectedRevision, cur uint64, exists bool, events []Event) (AppendResult, bool, error) {
+	if !exists {
+		return AppendResult{}, false, nil
+	}
+	for _, e := range events {
+		if e.ID == "" {
+			return AppendResult{}, false, nil
+		}
+	}
+	n := uint64(len(events))
+	var first uint64
+	switch expected.kind {
+	case expectNoStream:
+		first = 0
+	case expectExact:
+		first = expected.rev + 1
+	default: // Any, StreamExists: the stream's tail
+		if cur+1 < n {
+			return AppendResult{}, false, nil
+		}
+		first = cur + 1 - n
+	}
+	if first+n-1 > cur {
+		return AppendResult{}, false, nil
+	}
+	var pos uint64
+	for i := range events {
+		v, err := tx.GetUntracked(s.cf, eventKey(stream, first+uint64(i)))
+		if errors.Is(err, pipeline.ErrNotFound) {
+			return AppendResult{}, false, nil
+		}
+		if err != nil {
+			return AppendResult{}, false, err
+		}
+		p, _, id, err := parseEventValue(v)
+		if err != nil {
+			return AppendResult{}, false, err
+		}
+		if id != events[i].ID {
+			return AppendResult{}, false, nil
+		}
+		pos = p
+	}
+	return AppendResult{NextExpectedRevision: first + n - 1, Position: pos}, true, nil
+}

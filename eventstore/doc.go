@@ -1,0 +1,24 @@
+// Package eventstore is rockline's event store: named streams of events, appended
+// with an expected revision and read back in order, on top of a pipeline.DB.
+//
+// A stream is a dense sequence of events, revision 0 first. Append (or AppendTxn,
+// inside a transaction that also writes other keys or appends to other streams)
+// checks the expectation (Any, NoStream, StreamExists or Revision(n)) against the
+// stream's head as the transaction reads it; the head is a tracked read and a
+// written key, so of two appends that expect the same revision exactly one commits
+// and the other fails with a *WrongExpectedVersionError naming the actual revision.
+// Events with IDs make an append idempotent: a retried append whose events are
+// already there returns the original result and writes nothing.
+//
+// The events themselves live in the commit's log entry, once: the store keeps per
+// stream a head and one small record per event naming the log position and the index
+// in the entry, written with the commit through pipeline.Txn.PutAtCommit. So a
+// subscriber of the log sees every event exactly once, in commit order, and a replay
+// of the log (pipeline.DB.Replay, Rebuild) rebuilds the streams with everything else.
+// ReadStream reads the records at a snapshot and waits for the publication of the
+// commits they name, so it never returns less than an Append has already seen.
+//
+// This package uses only the core's public API (pipeline.DB.LayerFamily,
+// Txn.Get/Put/AddEvents/PutAtCommit, DB.View, DB.Entry, DB.WaitForPosition); the
+// core knows nothing of its key layout (see Store).
+package eventstore

@@ -1,0 +1,132 @@
+package eventstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/rockline/rockline/pipeline"
+)
+
+// Event is an application event, as the core records it in a commit's log entry.
+type Event = pipeline.Event
+
+// RecordedEvent is an event as stored in a stream: the stream, its revision there, the
+// log position of the commit that appended it and the commit's time.
+type RecordedEvent struct {
+	Stream   string
+	Revision uint64
+	Position uint64
+	Time     time.Time
+	Event
+}
+
+// maxReadLimit bounds a read's limit.
+const maxReadLimit = 1 << 20
+
+// ReadStream returns up to limit events of stream from revision from forward
+// (ascending). It returns every event whose commit has been written, waiting for the
+// publication of those still in flight (until ctx ends), so it agrees with what an
+// Append has seen. A stream with no events, or from beyond its last revision, returns
+// none and no error. limit must be 1..1<<20.
+func (s *Store) ReadStream(ctx context.Context, stream string, from uint64, limit int) ([]RecordedEvent, error) {
+	return s.readStream(ctx, "ReadStream", stream, from, limit, false)
+}
+
+// ReadStreamBackward returns up to limit events of stream from revision from down to
+// 0 (descending); from beyond the last revision starts at the last. It waits as
+// ReadStream does.
+func (s *Store) ReadStreamBackward(ctx context.Context, stream string, from uint64, limit int) ([]RecordedEvent, error) {
+	return s.readStream(ctx, "ReadStreamBackward", stream, from, limit, true)
+}
+
+// ref locates one event of a stream: its revision, its commit and its index there.
+type ref struct {
+	rev, pos uint64
+	idx      int
+}
+
+func (s *Store) readStream(ctx context.Context, op, stream string, from uint64, limit int, backward bool) ([]RecordedEvent, error) {
+	if err := checkStream(op, stream); err != nil {
+		return nil, err
+	}
+	if limit < 1 || limit > maxReadLimit {
+		return nil, &pipeline.ArgumentError{Op: op, Arg: "limit", Reason: fmt.Sprintf("%d is not between 1 and %d", limit, maxReadLimit)}
+	}
+	var refs []ref
+	err := s.db.View(func(tx *pipeline.Txn) error {
+		var err error
+		refs, err = s.refs(tx, stream, from, limit, backward)
+		return err
+	})
+	if err != nil || len(refs) == 0 {
+		return nil, err
+	}
+	// A record is written with its commit's log entry, but the entry is readable only
+	// once published: wait for the commits in flight below it. This keeps ReadStream
+	// consistent with what an Append (which reads the head) has already seen.
+	newest := uint64(0)
+	for _, r := range refs {
+		newest = max(newest, r.pos)
+	}
+	if err := s.db.WaitForPosition(ctx, newest); err != nil {
+		return nil, err
+	}
+	out := make([]RecordedEvent, 0, len(refs))
+	var entry pipeline.LogEntry
+	for _, r := range refs {
+		if entry.Position != r.pos {
+			if entry, err = s.db.Entry(r.pos); err != nil {
+				return nil, err
+			}
+		}
+		if r.idx >= len(entry.Events) {
+			return nil, fmt.Errorf("%w: stream %q revision %d points at event %d of log entry %d, which has %d", pipeline.ErrCorrupt, stream, r.rev, r.idx, r.pos, len(entry.Events))
+		}
+		out = append(out, RecordedEvent{Stream: stream, Revision: r.rev, Position: r.pos, Time: entry.Time, Event: entry.Events[r.idx]})
+	}
+	return out, nil
+}
+
+// refs reads the records of up to limit revisions of stream from from on (or down),
+// in tx's snapshot. Revisions are dense, 0 to the head, so they are read by key.
+func (s *Store) refs(tx *pipeline.Txn, stream string, from uint64, limit int, backward bool) ([]ref, error) {
+	v, err := tx.GetUntracked(s.cf, headKey(stream))
+	if errors.Is(err, pipeline.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	head, err := parseHead(stream, v)
+	if err != nil {
+		return nil, err
+	}
+	var refs []ref
+	rev, step := from, uint64(1)
+	if backward {
+		rev, step = min(from, head), ^uint64(0) // step -1
+	} else if from > head {
+		return nil, nil
+	}
+	for len(refs) < limit {
+		v, err := tx.GetUntracked(s.cf, eventKey(stream, rev))
+		if err != nil {
+			if errors.Is(err, pipeline.ErrNotFound) {
+				err = fmt.Errorf("%w: stream %q has head %d but no record of revision %d", pipeline.ErrCorrupt, stream, head, rev)
+			}
+			return nil, err
+		}
+		pos, idx, _, err := parseEventValue(v)
+		if err != nil {
+			return nil, err
+		}
+		refs = append(refs, ref{rev, pos, idx})
+		if (backward && rev == 0) || (!backward && rev == head) {
+			break
+		}
+		rev += step
+	}
+	return refs, nil
+}

@@ -1,0 +1,108 @@
+package eventstore
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"unicode/utf8"
+
+	"github.com/rockline/rockline/pipeline"
+)
+
+// MaxStreamNameLen bounds a stream name, in bytes.
+const MaxStreamNameLen = 1024
+
+// Store is the event store of one database: streams of events with expected
+// revisions, kept in the layer family "rockline.streams" (pipeline.DB.LayerFamily).
+// A Store holds no goroutine and no resource of its own: it is a view of its DB, safe
+// for concurrent use, usable until the DB closes (then its calls fail with
+// pipeline.ErrClosed). Any number of Stores of one DB may exist; they agree.
+//
+// The family's key layout, which nothing outside this package reads:
+//
+//	'h' stream                 -> uvarint(last revision)
+//	'r' stream 0x00 BE64(rev)  -> uvarint(position) uvarint(index in entry) event id
+//
+// A head is read with tracking and written with Txn.Put, so two appends that expect
+// the same revision conflict and exactly one wins. An event record names its commit's
+// log position, known only once the commit is validated, so it is written with
+// Txn.PutAtCommit: with the commit's batch and in its log entry, so a replay of the
+// log rebuilds it.
+type Store struct {
+	db *pipeline.DB
+	cf *pipeline.ColumnFamily
+}
+
+// layerName is the store's family, "rockline.streams", as LayerFamily names it.
+const layerName = "streams"
+
+// New returns the event store of db, creating its family the first time a database
+// has one. It fails with db's error (pipeline.ErrClosed on a closed database).
+func New(db *pipeline.DB) (*Store, error) {
+	if db == nil {
+		return nil, &pipeline.ArgumentError{Op: "eventstore.New", Arg: "db", Reason: "must not be nil"}
+	}
+	cf, err := db.LayerFamily(layerName)
+	if err != nil {
+		return nil, err
+	}
+	return &Store{db: db, cf: cf}, nil
+}
+
+// DB returns the database the store keeps its streams in.
+func (s *Store) DB() *pipeline.DB { return s.db }
+
+func checkStream(op, stream string) error {
+	switch {
+	case stream == "":
+		return &pipeline.ArgumentError{Op: op, Arg: "stream", Reason: "must not be empty"}
+	case len(stream) > MaxStreamNameLen:
+		return &pipeline.ArgumentError{Op: op, Arg: "stream", Reason: fmt.Sprintf("%d bytes exceeds %d", len(stream), MaxStreamNameLen)}
+	case !utf8.ValidString(stream):
+		return &pipeline.ArgumentError{Op: op, Arg: "stream", Reason: "must be valid UTF-8"}
+	case bytes.IndexByte([]byte(stream), 0) >= 0:
+		return &pipeline.ArgumentError{Op: op, Arg: "stream", Reason: "must not contain NUL"}
+	}
+	return nil
+}
+
+func headKey(stream string) []byte { return append([]byte{'h'}, stream...) }
+
+func eventKey(stream string, rev uint64) []byte {
+	k := make([]byte, 0, len(stream)+10)
+	k = append(k, 'r')
+	k = append(k, stream...)
+	k = append(k, 0)
+	return binary.BigEndian.AppendUint64(k, rev)
+}
+
+// eventPayload is what an event record holds besides its position, which the commit
+// fills in (eventValue).
+func eventPayload(idx int, id string) []byte {
+	return append(binary.AppendUvarint(nil, uint64(idx)), id...)
+}
+
+// eventValue is the pipeline.PositionedValue of an event record.
+func eventValue(dst []byte, pos uint64, payload []byte) []byte {
+	return append(binary.AppendUvarint(dst, pos), payload...)
+}
+
+func parseEventValue(v []byte) (pos uint64, idx int, id string, err error) {
+	pos, n := binary.Uvarint(v)
+	if n <= 0 {
+		return 0, 0, "", fmt.Errorf("%w: stream record %x", pipeline.ErrCorrupt, v)
+	}
+	i, m := binary.Uvarint(v[n:])
+	if m <= 0 {
+		return 0, 0, "", fmt.Errorf("%w: stream record %x", pipeline.ErrCorrupt, v)
+	}
+	return pos, int(i), string(v[n+m:]), nil
+}
+
+func parseHead(stream string, v []byte) (uint64, error) {
+	rev, n := binary.Uvarint(v)
+	if n <= 0 {
+		return 0, fmt.Errorf("%w: head of stream %q holds %x", pipeline.ErrCorrupt, stream, v)
+	}
+	return rev, nil
+}

@@ -7,14 +7,14 @@
 package otelsetup
 
 import (
-	"errors"
-	"fmt"
 	"io"
 	"net/url"
 	"os"
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/rockline/rockline/internal/settings"
 )
 
 // Exporter names for Config.TracesExporter and Config.MetricsExporter.
@@ -59,58 +59,53 @@ type Config struct {
 	Stdout io.Writer
 }
 
-// ErrInvalidSetting is matched by every *SettingError.
-var ErrInvalidSetting = errors.New("otelsetup: invalid setting")
+// ErrInvalidConfig is matched by every *ConfigError. It is the sentinel of every
+// rockline package (pipeline.ErrInvalidConfig and the others) too.
+var ErrInvalidConfig = settings.ErrInvalid
 
-// SettingError names a bad setting: the environment variable (or Config field), the
-// value and what was expected. It matches ErrInvalidSetting.
-type SettingError struct {
-	Name   string // e.g. "OTEL_EXPORTER_OTLP_PROTOCOL" or "Config.Protocol"
-	Value  string
-	Reason string
-}
-
-// Error describes the problem, naming what was wrong.
-func (e *SettingError) Error() string {
-	return fmt.Sprintf("otelsetup: invalid %s=%q: %s", e.Name, e.Value, e.Reason)
-}
-
-// Is reports whether target is ErrInvalidSetting.
-func (e *SettingError) Is(target error) bool { return target == ErrInvalidSetting }
+// ConfigError names a refused setting: Field is the environment variable
+// ("OTEL_EXPORTER_OTLP_PROTOCOL") or the Config field ("Config.Protocol"), Value the
+// value given and Expected what is accepted; Err is the cause when an OpenTelemetry
+// package refused the value first, else nil. Its message reads
+// `rockline: <Field> = <Value>: expected <Expected>` and it matches ErrInvalidConfig.
+//
+// It is one type shared by every rockline package: pipeline.ConfigError,
+// storage.ConfigError and lanes.ConfigError are the same type.
+type ConfigError = settings.Error
 
 var samplers = []string{"always_on", "always_off", "traceidratio", "parentbased_always_on", "parentbased_always_off", "parentbased_traceidratio"}
 
-// Validate checks every field and returns the first problem as a *SettingError whose
-// Name is "Config.<Field>".
+// Validate checks every field and returns the first problem as a *ConfigError whose
+// Field is "Config.<Field>".
 func (c Config) Validate() error { return c.validate(func(f string) string { return "Config." + f }) }
 
 func (c Config) validate(name func(field string) string) error {
 	switch c.TracesExporter {
 	case "", ExporterOTLP, ExporterStdout, ExporterNone:
 	default:
-		return &SettingError{Name: name("TracesExporter"), Value: c.TracesExporter, Reason: `must be "otlp", "stdout" or "none"`}
+		return &ConfigError{Field: name("TracesExporter"), Value: c.TracesExporter, Expected: `"otlp", "stdout" or "none"`}
 	}
 	switch c.MetricsExporter {
 	case "", ExporterOTLP, ExporterStdout, ExporterNone, ExporterPrometheus:
 	default:
-		return &SettingError{Name: name("MetricsExporter"), Value: c.MetricsExporter, Reason: `must be "otlp", "stdout", "prometheus" or "none"`}
+		return &ConfigError{Field: name("MetricsExporter"), Value: c.MetricsExporter, Expected: `"otlp", "stdout", "prometheus" or "none"`}
 	}
 	switch c.Protocol {
 	case "", ProtocolGRPC, ProtocolHTTP:
 	default:
-		return &SettingError{Name: name("Protocol"), Value: c.Protocol, Reason: `must be "grpc" or "http/protobuf"`}
+		return &ConfigError{Field: name("Protocol"), Value: c.Protocol, Expected: `"grpc" or "http/protobuf"`}
 	}
 	if c.Endpoint != "" {
 		u, err := url.Parse(c.Endpoint)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return &SettingError{Name: name("Endpoint"), Value: c.Endpoint, Reason: "must be an http:// or https:// URL with a host, e.g. http://127.0.0.1:4317"}
+			return &ConfigError{Field: name("Endpoint"), Value: c.Endpoint, Expected: "an http:// or https:// URL with a host, e.g. http://127.0.0.1:4317"}
 		}
 	}
 	if c.Sampler != "" && !slices.Contains(samplers, c.Sampler) {
-		return &SettingError{Name: name("Sampler"), Value: c.Sampler, Reason: "must be one of " + strings.Join(samplers, ", ")}
+		return &ConfigError{Field: name("Sampler"), Value: c.Sampler, Expected: "one of " + strings.Join(samplers, ", ")}
 	}
 	if c.SamplerArg < 0 || c.SamplerArg > 1 {
-		return &SettingError{Name: name("SamplerArg"), Value: fmt.Sprint(c.SamplerArg), Reason: "must be a ratio between 0 and 1"}
+		return &ConfigError{Field: name("SamplerArg"), Value: c.SamplerArg, Expected: "a ratio between 0 and 1"}
 	}
 	return nil
 }
@@ -131,7 +126,7 @@ var envNames = map[string]string{
 // "none", and "prometheus" for metrics), OTEL_EXPORTER_OTLP_ENDPOINT, OTEL_EXPORTER_OTLP_PROTOCOL ("grpc",
 // "http/protobuf"), OTEL_TRACES_SAMPLER and OTEL_TRACES_SAMPLER_ARG. Setting
 // OTEL_EXPORTER_OTLP_ENDPOINT alone turns OTLP trace export on. A bad value returns a
-// *SettingError naming the variable.
+// *ConfigError naming the variable.
 func ConfigFromEnv(base Config) (Config, error) {
 	return configFrom(base, os.LookupEnv)
 }
@@ -160,7 +155,7 @@ func configFrom(c Config, lookup func(string) (string, bool)) (Config, error) {
 	if v, ok := lookup(envNames["SamplerArg"]); ok && v != "" {
 		f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
 		if err != nil {
-			return c, &SettingError{Name: envNames["SamplerArg"], Value: v, Reason: "must be a number between 0 and 1"}
+			return c, &ConfigError{Field: envNames["SamplerArg"], Value: v, Expected: "a number between 0 and 1", Err: err}
 		}
 		c.SamplerArg = f
 	}

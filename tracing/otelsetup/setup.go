@@ -48,7 +48,7 @@ func Setup(ctx context.Context, cfg Config, readers ...sdkmetric.Reader) (*Provi
 	// OTEL_SERVICE_NAME), so the service name the specification prefers wins.
 	res, err := resource.New(ctx, resource.WithFromEnv(), resource.WithTelemetrySDK(), resource.WithAttributes(attrs...))
 	if err != nil {
-		return nil, &SettingError{Name: "OTEL_RESOURCE_ATTRIBUTES", Value: os.Getenv("OTEL_RESOURCE_ATTRIBUTES"), Reason: err.Error()}
+		return nil, &ConfigError{Field: "OTEL_RESOURCE_ATTRIBUTES", Value: os.Getenv("OTEL_RESOURCE_ATTRIBUTES"), Expected: "comma-separated key=value pairs, values percent-encoded", Err: err}
 	}
 	topts := []sdktrace.TracerProviderOption{sdktrace.WithResource(res), sdktrace.WithSampler(sampler(cfg))}
 	if exp, err := spanExporter(ctx, cfg); err != nil {
@@ -140,12 +140,12 @@ func metricExporter(ctx context.Context, cfg Config) (sdkmetric.Exporter, error)
 // it. (An application that serves /metrics itself passes its own reader to Setup.)
 func prometheusReader(ctx context.Context) (sdkmetric.Reader, error) {
 	if v := os.Getenv("OTEL_METRICS_EXPORTER"); v != ExporterPrometheus {
-		return nil, &SettingError{Name: "Config.MetricsExporter", Value: ExporterPrometheus,
-			Reason: fmt.Sprintf("is set up from the environment: set OTEL_METRICS_EXPORTER=prometheus (it is %q), or pass a Prometheus reader to Setup", v)}
+		return nil, &ConfigError{Field: "Config.MetricsExporter", Value: ExporterPrometheus,
+			Expected: fmt.Sprintf("OTEL_METRICS_EXPORTER=prometheus in the environment, which sets the Prometheus exporter up (it is %q), or a Prometheus reader passed to Setup", v)}
 	}
 	r, err := autoexport.NewMetricReader(ctx)
 	if err != nil {
-		return nil, &SettingError{Name: "OTEL_EXPORTER_PROMETHEUS_PORT", Value: os.Getenv("OTEL_EXPORTER_PROMETHEUS_PORT"), Reason: err.Error()}
+		return nil, &ConfigError{Field: "OTEL_EXPORTER_PROMETHEUS_PORT", Value: os.Getenv("OTEL_EXPORTER_PROMETHEUS_PORT"), Expected: "a port the Prometheus exporter can serve on", Err: err}
 	}
 	return r, nil
 }

@@ -74,9 +74,9 @@ func TestConfigFromEnv(t *testing.T) {
 				tc.check(t, c)
 				return
 			}
-			var se *SettingError
-			if !errors.As(err, &se) || se.Name != tc.wantVar || !errors.Is(err, ErrInvalidSetting) {
-				t.Fatalf("error %v; want a *SettingError naming %s", err, tc.wantVar)
+			var ce *ConfigError
+			if !errors.As(err, &ce) || ce.Field != tc.wantVar || !errors.Is(err, ErrInvalidConfig) {
+				t.Fatalf("error %v; want a *ConfigError naming %s", err, tc.wantVar)
 			}
 			if !strings.Contains(err.Error(), tc.wantVar) {
 				t.Errorf("message %q does not name %s", err, tc.wantVar)
@@ -137,9 +137,9 @@ func TestSetupOTLPHTTPReachesCollector(t *testing.T) {
 
 func TestSetupRejectsBadConfig(t *testing.T) {
 	_, err := Setup(context.Background(), Config{TracesExporter: "jaeger"})
-	var se *SettingError
-	if !errors.As(err, &se) || se.Name != "Config.TracesExporter" {
-		t.Fatalf("Setup = %v; want *SettingError naming Config.TracesExporter", err)
+	var ce *ConfigError
+	if !errors.As(err, &ce) || ce.Field != "Config.TracesExporter" {
+		t.Fatalf("Setup = %v; want *ConfigError naming Config.TracesExporter", err)
 	}
 }
 
@@ -179,14 +179,14 @@ func TestSetupPrometheusFromEnv(t *testing.T) {
 	}
 }
 
-// Asked for in the Config without the environment, prometheus is a *SettingError that
+// Asked for in the Config without the environment, prometheus is a *ConfigError that
 // says how to set it up.
 func TestSetupPrometheusNeedsEnv(t *testing.T) {
 	t.Setenv("OTEL_METRICS_EXPORTER", "")
 	_, err := Setup(context.Background(), Config{MetricsExporter: ExporterPrometheus})
-	var se *SettingError
-	if !errors.As(err, &se) || !strings.Contains(err.Error(), "OTEL_METRICS_EXPORTER=prometheus") {
-		t.Fatalf("Setup = %v; want a *SettingError naming OTEL_METRICS_EXPORTER=prometheus", err)
+	var ce *ConfigError
+	if !errors.As(err, &ce) || !strings.Contains(err.Error(), "OTEL_METRICS_EXPORTER=prometheus") {
+		t.Fatalf("Setup = %v; want a *ConfigError naming OTEL_METRICS_EXPORTER=prometheus", err)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/rockline/rockline/internal/settings"
 	"github.com/rockline/rockline/storage"
 	"github.com/rockline/rockline/validators"
 )
@@ -46,7 +47,7 @@ var (
 	// ErrInvalidConfig is matched by every *ConfigError, whichever rockline package
 	// returned it: it is storage.ErrInvalidConfig, lanes.ErrInvalidConfig and
 	// otelsetup.ErrInvalidConfig too.
-	ErrInvalidConfig = storage.ErrInvalidConfig
+	ErrInvalidConfig = settings.ErrInvalid
 	// ErrInvalidArgument is matched by every *ArgumentError.
 	ErrInvalidArgument = errors.New("rockline: invalid argument")
 	// ErrColumnFamilyNotFound: no live column family has that name.
@@ -60,14 +61,14 @@ var (
 
 // ConfigError names one refused setting: Field is the Config field as written
 // ("Lanes", "Families[orders].WriteBufferSize", "FamilyDefaults.WriteBufferSize") or
-// an argument of Open ("dir", "family name", "checkpoint dir"), Value the value given
+// an argument ("dir" of Open, "checkpoint dir" of Checkpoint), Value the value given
 // and Expected what is accepted; Err is a cause, or nil. Its message reads
 // `rockline: <Field> = <Value>: expected <Expected>` and it matches ErrInvalidConfig.
 //
 // It is one type shared by every rockline package: storage.ConfigError,
 // lanes.ConfigError and otelsetup.ConfigError are the same type, so errors.As with a
 // *pipeline.ConfigError catches a bad setting whichever layer refused it.
-type ConfigError = storage.ConfigError
+type ConfigError = settings.Error
 
 // ArgumentError names a bad argument to a call: which argument and what was expected.
 // It matches ErrInvalidArgument, and also the cause it wraps (for example

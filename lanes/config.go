@@ -17,14 +17,14 @@ const (
 func validate(lanes, depth int, runNil bool) error {
 	if lanes < MinLanes || lanes > MaxLanes {
 		return &ConfigError{Field: "Lanes", Value: lanes,
-			Reason: fmt.Sprintf("must be in [%d, %d]", MinLanes, MaxLanes)}
+			Expected: fmt.Sprintf("in [%d, %d]", MinLanes, MaxLanes)}
 	}
 	if depth < MinDepth || depth > MaxDepth {
 		return &ConfigError{Field: "Depth", Value: depth,
-			Reason: fmt.Sprintf("must be in [%d, %d]", MinDepth, MaxDepth)}
+			Expected: fmt.Sprintf("in [%d, %d]", MinDepth, MaxDepth)}
 	}
 	if runNil {
-		return &ConfigError{Field: "Run", Value: nil, Reason: "must be a non-nil function"}
+		return &ConfigError{Field: "Run", Value: nil, Expected: "a non-nil function"}
 	}
 	return nil
 }

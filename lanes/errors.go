@@ -2,7 +2,8 @@ package lanes
 
 import (
 	"errors"
-	"fmt"
+
+	"github.com/rockline/rockline/internal/settings"
 )
 
 // ErrClosed is returned by Submit once Close has begun. A task for which
@@ -10,26 +11,16 @@ import (
 var ErrClosed = errors.New("lanes: closed")
 
 // ErrInvalidConfig is the sentinel matched (via errors.Is) by every
-// *ConfigError returned from New.
-var ErrInvalidConfig = errors.New("lanes: invalid config")
+// *ConfigError returned from New. It is the sentinel of every rockline package
+// (pipeline.ErrInvalidConfig, storage.ErrInvalidConfig) too.
+var ErrInvalidConfig = settings.ErrInvalid
 
 // ConfigError reports a rejected argument to New. Field names the parameter
-// ("Lanes", "Depth" or "Run"), Value is the value that was passed and Reason
-// states the valid range. errors.Is(err, ErrInvalidConfig) reports true for
-// any *ConfigError.
-type ConfigError struct {
-	Field  string
-	Value  any
-	Reason string
-}
-
-// Error returns a message naming the field, the rejected value and the valid
-// range, e.g. "lanes: invalid config: Lanes = 0: must be in [1, 64]".
-func (e *ConfigError) Error() string {
-	return fmt.Sprintf("%v: %s = %v: %s", ErrInvalidConfig, e.Field, e.Value, e.Reason)
-}
-
-// Is reports whether target is ErrInvalidConfig.
-func (e *ConfigError) Is(target error) bool {
-	return target == ErrInvalidConfig
-}
+// ("Lanes", "Depth" or "Run"), Value is the value that was passed and Expected
+// states the valid range; Err is nil. Its message reads, for example,
+// "rockline: Lanes = 0: expected in [1, 64]". errors.Is(err, ErrInvalidConfig)
+// reports true for any *ConfigError.
+//
+// It is one type shared by every rockline package: pipeline.ConfigError,
+// storage.ConfigError and otelsetup.ConfigError are the same type.
+type ConfigError = settings.Error

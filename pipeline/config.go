@@ -123,35 +123,40 @@ func (c Config) Validate() error {
 	c = c.withDefaults()
 	switch {
 	case c.Lanes < 1 || c.Lanes > maxLanes:
-		return &ConfigError{Field: "Lanes", Value: c.Lanes, Reason: "must be between 1 and 64"}
+		return &ConfigError{Field: "Lanes", Value: c.Lanes, Expected: "between 1 and 64"}
 	case c.LaneQueueDepth < 1 || c.LaneQueueDepth > maxQueueDepth:
-		return &ConfigError{Field: "LaneQueueDepth", Value: c.LaneQueueDepth, Reason: "must be between 1 and 1048576"}
+		return &ConfigError{Field: "LaneQueueDepth", Value: c.LaneQueueDepth, Expected: "between 1 and 1048576"}
 	case c.Validation != Parallel && c.Validation != Serial:
-		return &ConfigError{Field: "Validation", Value: c.Validation, Reason: `must be "parallel" or "serial"`}
+		return &ConfigError{Field: "Validation", Value: c.Validation, Expected: `"parallel" or "serial"`}
 	case c.Buckets < validators.MinBuckets || c.Buckets > validators.MaxBuckets:
-		return &ConfigError{Field: "Buckets", Value: c.Buckets, Reason: "must be between 16 and 16777216"}
+		return &ConfigError{Field: "Buckets", Value: c.Buckets, Expected: "between 16 and 16777216"}
 	case c.MaxAttempts < 1 || c.MaxAttempts > 1000:
-		return &ConfigError{Field: "MaxAttempts", Value: c.MaxAttempts, Reason: "must be between 1 and 1000"}
+		return &ConfigError{Field: "MaxAttempts", Value: c.MaxAttempts, Expected: "between 1 and 1000"}
 	case c.RetryBackoff < 0 || c.RetryBackoff > time.Second:
-		return &ConfigError{Field: "RetryBackoff", Value: c.RetryBackoff, Reason: "must be between 0 and 1s"}
+		return &ConfigError{Field: "RetryBackoff", Value: c.RetryBackoff, Expected: "between 0 and 1s"}
 	}
 	if err := c.FamilyDefaults.Validate(); err != nil {
-		return storageConfigError("FamilyDefaults.", err)
+		return prefixField("FamilyDefaults.", err)
 	}
 	if err := c.storageOptions().Validate(); err != nil {
-		return storageConfigError("", err)
+		return err
 	}
 	for name := range c.Families {
 		if isReserved(name) {
-			return &ConfigError{Field: "Families[" + name + "]", Value: name, Reason: "names starting with \"rockline.\" are reserved"}
+			return &ConfigError{Field: "Families[" + name + "]", Value: name, Expected: "a name not starting with \"rockline.\", which is reserved"}
 		}
 	}
 	return nil
 }
 
-func storageConfigError(prefix string, err error) error {
-	if oe, ok := err.(*storage.OptionsError); ok {
-		return &ConfigError{Field: prefix + oe.Field, Value: oe.Value, Reason: oe.Reason}
+// prefixField returns err with prefix before the field it names, when err is a
+// *ConfigError: FamilyOptions.Validate names "WriteBufferSize", the Config field is
+// "FamilyDefaults.WriteBufferSize".
+func prefixField(prefix string, err error) error {
+	if ce, ok := err.(*ConfigError); ok {
+		named := *ce
+		named.Field = prefix + ce.Field
+		return &named
 	}
 	return err
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -65,8 +66,8 @@ func TestConfigInvalid(t *testing.T) {
 			}{ce.Field, ce.Value}); diff != "" {
 				t.Errorf("ConfigError (-want +got):\n%s", diff)
 			}
-			if ce.Reason == "" {
-				t.Error("ConfigError has no reason")
+			if ce.Expected == "" || !strings.HasPrefix(err.Error(), "rockline: "+tc.field+" = ") || !strings.Contains(err.Error(), "expected "+ce.Expected) {
+				t.Errorf("message %q does not read \"rockline: %s = <value>: expected <what>\"", err, tc.field)
 			}
 			if verr := tc.cfg.Validate(); verr == nil || verr.Error() != err.Error() {
 				t.Errorf("Validate = %v, want the error Open returned (%v)", verr, err)
@@ -106,5 +107,23 @@ func TestConfigValid(t *testing.T) {
 	}
 	if diff := cmp.Diff([]string{"default", "x"}, fams); diff != "" {
 		t.Errorf("ColumnFamilies (-want +got):\n%s", diff)
+	}
+}
+
+// TestConfigErrorFromStorage: a setting the storage layer refuses reaches Open's caller
+// as the same type and sentinel as the ones pipeline refuses, under either package's
+// name.
+func TestConfigErrorFromStorage(t *testing.T) {
+	_, err := pipeline.Open("", pipeline.Config{})
+	var ce *pipeline.ConfigError
+	if !errors.As(err, &ce) || ce.Field != "dir" || !errors.Is(err, pipeline.ErrInvalidConfig) {
+		t.Fatalf("Open(\"\") = %v (%T); want a *pipeline.ConfigError naming dir", err, err)
+	}
+	var se *storage.ConfigError = ce
+	if !errors.Is(err, storage.ErrInvalidConfig) || se.Expected == "" {
+		t.Errorf("Open(\"\") = %v; want it to match storage.ErrInvalidConfig and say what was expected", err)
+	}
+	if want := `rockline: dir = "": expected a folder name`; err.Error() != want {
+		t.Errorf("message %q, want %q", err, want)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/rockline/rockline/internal/settings"
 	"github.com/rockline/rockline/storage"
 	"github.com/rockline/rockline/validators"
 )
@@ -43,8 +44,10 @@ var (
 	ErrClosed = errors.New("rockline: database closed")
 	// ErrTxnDone: the transaction was already committed or discarded.
 	ErrTxnDone = errors.New("rockline: transaction already committed or discarded")
-	// ErrInvalidConfig is matched by every *ConfigError.
-	ErrInvalidConfig = errors.New("rockline: invalid config")
+	// ErrInvalidConfig is matched by every *ConfigError, whichever rockline package
+	// returned it: it is storage.ErrInvalidConfig, lanes.ErrInvalidConfig and
+	// otelsetup.ErrInvalidConfig too.
+	ErrInvalidConfig = settings.ErrInvalid
 	// ErrInvalidArgument is matched by every *ArgumentError.
 	ErrInvalidArgument = errors.New("rockline: invalid argument")
 	// ErrColumnFamilyNotFound: no live column family has that name.
@@ -56,21 +59,16 @@ var (
 	ErrColumnFamilyDropped = errors.New("rockline: column family dropped")
 )
 
-// ConfigError names one invalid Config field, the value given and what was expected.
-// It matches ErrInvalidConfig.
-type ConfigError struct {
-	Field  string
-	Value  any
-	Reason string
-}
-
-// Error describes the problem, naming what was wrong.
-func (e *ConfigError) Error() string {
-	return fmt.Sprintf("rockline: invalid config %s=%v: %s", e.Field, e.Value, e.Reason)
-}
-
-// Is reports whether target is ErrInvalidConfig.
-func (e *ConfigError) Is(target error) bool { return target == ErrInvalidConfig }
+// ConfigError names one refused setting: Field is the Config field as written
+// ("Lanes", "Families[orders].WriteBufferSize", "FamilyDefaults.WriteBufferSize") or
+// an argument ("dir" of Open, "checkpoint dir" of Checkpoint), Value the value given
+// and Expected what is accepted; Err is a cause, or nil. Its message reads
+// `rockline: <Field> = <Value>: expected <Expected>` and it matches ErrInvalidConfig.
+//
+// It is one type shared by every rockline package: storage.ConfigError,
+// lanes.ConfigError and otelsetup.ConfigError are the same type, so errors.As with a
+// *pipeline.ConfigError catches a bad setting whichever layer refused it.
+type ConfigError = settings.Error
 
 // ArgumentError names a bad argument to a call: which argument and what was expected.
 // It matches ErrInvalidArgument, and also the cause it wraps (for example

@@ -299,9 +299,9 @@ func (db *DB) reconcileFamilies() error {
 func checkFamilyName(op, name string) error {
 	if err := storage.ValidateFamilyName(name); err != nil {
 		reason := "must be 1 to 255 bytes long, without \"#\""
-		var oe *storage.OptionsError
-		if errors.As(err, &oe) {
-			reason = fmt.Sprintf("%v %s", oe.Value, oe.Reason)
+		var ce *ConfigError
+		if errors.As(err, &ce) {
+			reason = fmt.Sprintf("%q: expected %s", name, ce.Expected)
 		}
 		return &ArgumentError{Op: op, Arg: "name", Reason: reason, Err: err}
 	}

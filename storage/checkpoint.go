@@ -11,10 +11,10 @@ import (
 // same filesystem). The copy holds every write acknowledged before the call.
 func (db *DB) Checkpoint(dir string) error {
 	if dir == "" {
-		return &OptionsError{Field: "checkpoint dir", Value: `""`, Reason: "must name a folder"}
+		return &ConfigError{Field: "checkpoint dir", Value: dir, Expected: "a folder name"}
 	}
 	if _, err := os.Stat(dir); err == nil {
-		return &OptionsError{Field: "checkpoint dir", Value: dir, Reason: "must not exist yet"}
+		return &ConfigError{Field: "checkpoint dir", Value: dir, Expected: "a folder that does not exist yet"}
 	}
 	if err := db.enter(); err != nil {
 		return err
@@ -29,14 +29,14 @@ func (db *DB) Checkpoint(dir string) error {
 }
 
 // DeleteRange deletes every key of f in [start, end) atomically, with one range
-// tombstone. start after end is refused (*OptionsError): RocksDB would write the
+// tombstone. start after end is refused (*ConfigError naming "range start"): RocksDB would write the
 // tombstone to the WAL, fail to apply it and stop taking writes.
 func (db *DB) DeleteRange(f *Family, start, end []byte) error {
 	if err := db.check(f); err != nil {
 		return err
 	}
 	if bytes.Compare(start, end) > 0 {
-		return &OptionsError{Field: "range", Value: fmt.Sprintf("[%q, %q)", start, end), Reason: "start must not come after end"}
+		return &ConfigError{Field: "range start", Value: start, Expected: fmt.Sprintf("a key not after the range end %q", end)}
 	}
 	if err := db.enter(); err != nil {
 		return err

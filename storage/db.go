@@ -55,7 +55,7 @@ type DB struct {
 type releaser interface{ releaseLocked() }
 
 // Open creates or opens the database in dir. Options are validated first; a bad option
-// returns an *OptionsError and creates nothing on disk. A folder another open database
+// returns a *ConfigError and creates nothing on disk. A folder another open database
 // holds (in this process or another) fails with a *LockedError. Families present on disk are
 // discovered and reopened, whether or not opts names them; families named in opts but
 // missing on disk are created.
@@ -64,7 +64,7 @@ func Open(dir string, opts Options) (*DB, error) {
 		return nil, err
 	}
 	if dir == "" {
-		return nil, &OptionsError{Field: "dir", Value: `""`, Reason: "must name a folder"}
+		return nil, &ConfigError{Field: "dir", Value: dir, Expected: "a folder name"}
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("rockline: open %s: %w", dir, err)

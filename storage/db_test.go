@@ -120,9 +120,9 @@ func TestDropFamily(t *testing.T) {
 	db := openAt(t, dir, storage.Options{Families: map[string]storage.FamilyOptions{"X": {}}})
 
 	err := db.DropFamily(storage.DefaultFamily)
-	var oe *storage.OptionsError
-	if !errors.As(err, &oe) || !errors.Is(err, storage.ErrInvalidOptions) {
-		t.Fatalf("DropFamily(default) = %v, want *OptionsError", err)
+	var ce *storage.ConfigError
+	if !errors.As(err, &ce) || !errors.Is(err, storage.ErrInvalidConfig) {
+		t.Fatalf("DropFamily(default) = %v, want *ConfigError", err)
 	}
 
 	old := mustFamily(t, db, "X")

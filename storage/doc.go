@@ -48,7 +48,7 @@
 // # Options
 //
 // Options are validated whole before anything touches the disk: a bad value yields an
-// *OptionsError naming the field, the value and the valid range, and no file is
+// *ConfigError naming the field, the value and the valid range, and no file is
 // created. Per-family write buffer size and count default to RocksDB's own (64 MiB and
 // 2), so they cost nothing until a deployment sets them; they are per family so the
 // memory is paid only where the writes are.

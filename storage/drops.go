@@ -36,7 +36,7 @@ type dropStats struct {
 // when it happened) on the goroutine that ran it; after a failure it is called on the
 // attempt that finally succeeds or at Close.
 //
-// The default family and MetaFamily cannot be dropped (*OptionsError).
+// The default family and MetaFamily cannot be dropped (*ConfigError).
 func (db *DB) DropFamily(name string, done ...func(error)) error {
 	return db.dropFamily(name, nil, done)
 }
@@ -53,7 +53,7 @@ func (db *DB) DropFamilyWith(name string, record func(f *Family) error, done ...
 
 func (db *DB) dropFamily(name string, record func(*Family) error, done []func(error)) error {
 	if name == DefaultFamily || name == MetaFamily {
-		return &OptionsError{Field: "family name", Value: name, Reason: "the default family and the storage meta family cannot be dropped"}
+		return &ConfigError{Field: "family name", Value: name, Expected: "a family other than the default family and the storage meta family, which cannot be dropped"}
 	}
 	db.ddl.Lock()
 	defer db.ddl.Unlock()

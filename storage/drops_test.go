@@ -163,12 +163,12 @@ func TestCloseCompletesPendingDrop(t *testing.T) {
 
 func TestFamilyNameRejectsGenerationSeparator(t *testing.T) {
 	db := openDB(t, storage.Options{})
-	var oe *storage.OptionsError
-	if _, err := db.CreateFamily("a#2", storage.FamilyOptions{}); !errors.As(err, &oe) {
-		t.Fatalf("CreateFamily(a#2) = %v; want *OptionsError", err)
+	var ce *storage.ConfigError
+	if _, err := db.CreateFamily("a#2", storage.FamilyOptions{}); !errors.As(err, &ce) {
+		t.Fatalf("CreateFamily(a#2) = %v; want *ConfigError", err)
 	}
-	if err := db.DropFamily(storage.MetaFamily); !errors.As(err, &oe) {
-		t.Fatalf("DropFamily(meta) = %v; want *OptionsError", err)
+	if err := db.DropFamily(storage.MetaFamily); !errors.As(err, &ce) {
+		t.Fatalf("DropFamily(meta) = %v; want *ConfigError", err)
 	}
 }
 
@@ -204,8 +204,8 @@ func TestGenerationsAreDurable(t *testing.T) {
 	if got := db.MaxGeneration("x"); got != 2 {
 		t.Fatalf("MaxGeneration after reopen = %d, want 2", got)
 	}
-	if _, err := db.CreateFamilyGeneration("x", 2, storage.FamilyOptions{}); !errors.Is(err, storage.ErrInvalidOptions) {
-		t.Fatalf("CreateFamilyGeneration at the highest generation = %v, want an *OptionsError", err)
+	if _, err := db.CreateFamilyGeneration("x", 2, storage.FamilyOptions{}); !errors.Is(err, storage.ErrInvalidConfig) {
+		t.Fatalf("CreateFamilyGeneration at the highest generation = %v, want a *ConfigError", err)
 	}
 	f, err := db.CreateFamily("x", storage.FamilyOptions{})
 	if err != nil {

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/rockline/rockline/internal/settings"
 )
 
 // Sentinel errors. Every error this package returns either is one of these, wraps one
@@ -17,8 +19,11 @@ var (
 	ErrColumnFamilyNotFound = errors.New("rockline: column family not found")
 	// ErrColumnFamilyExists is returned by CreateFamily when the name is taken.
 	ErrColumnFamilyExists = errors.New("rockline: column family already exists")
-	// ErrInvalidOptions is matched by every *OptionsError.
-	ErrInvalidOptions = errors.New("rockline: invalid options")
+	// ErrInvalidConfig is matched by every *ConfigError, whichever rockline package
+	// returned it (it is pipeline.ErrInvalidConfig too), and by the few errors that
+	// report a bad combination of arguments without one field to name (MultiGet's
+	// lengths).
+	ErrInvalidConfig = settings.ErrInvalid
 	// ErrBusy maps RocksDB's "Resource busy" status.
 	ErrBusy = errors.New("rockline: resource busy")
 	// ErrTryAgain maps RocksDB's "Operation failed. Try again." status.
@@ -40,21 +45,16 @@ var (
 	ErrForeignSnapshot = errors.New("rockline: snapshot belongs to another database")
 )
 
-// OptionsError reports one invalid option: which field, the value given and what was
-// expected. It matches ErrInvalidOptions with errors.Is.
-type OptionsError struct {
-	Field  string // the option's name, e.g. "Families[orders].WriteBufferSize"
-	Value  any    // the value given
-	Reason string // what was expected, e.g. "must be between 1 MiB and 4 GiB"
-}
-
-// Error describes the problem, naming what was wrong.
-func (e *OptionsError) Error() string {
-	return fmt.Sprintf("rockline: invalid option %s=%v: %s", e.Field, e.Value, e.Reason)
-}
-
-// Is reports whether target is ErrInvalidOptions.
-func (e *OptionsError) Is(target error) bool { return target == ErrInvalidOptions }
+// ConfigError reports one refused option or argument: Field names it (an Options
+// field such as "Families[orders].WriteBufferSize", or "dir", "family name",
+// "generation", "checkpoint dir", "range start"), Value is the value given and
+// Expected what is accepted; Err is a cause, or nil. Its message reads
+// `rockline: <Field> = <Value>: expected <Expected>` and it matches ErrInvalidConfig.
+//
+// It is one type shared by every rockline package (pipeline.ConfigError,
+// lanes.ConfigError and otelsetup.ConfigError are the same type), so a storage option
+// refused through pipeline.Open is caught by either name.
+type ConfigError = settings.Error
 
 // DropPendingError reports, from Close, a family whose drop could not run because a
 // commit still held a claim on it. The drop is durable: the next Open completes it

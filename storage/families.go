@@ -209,7 +209,7 @@ func (db *DB) Families() ([]string, error) {
 }
 
 // CreateFamily creates a column family with the given options. It fails with an
-// *OptionsError for a bad name or option, and with an error matching
+// *ConfigError for a bad name or option, and with an error matching
 // ErrColumnFamilyExists when the name is live. A name whose earlier generation was
 // dropped can be created at once, even while that drop is pending: the new generation
 // is a distinct RocksDB family and starts empty. Its generation is one more than any
@@ -221,8 +221,8 @@ func (db *DB) CreateFamily(name string, opts FamilyOptions) (*Family, error) {
 
 // CreateFamilyGeneration is CreateFamily with the generation chosen by the caller, for
 // a replay that must reproduce another database's generations; 0 means the next one.
-// A generation not above every generation the name has had fails with an
-// *OptionsError.
+// A generation not above every generation the name has had fails with a
+// *ConfigError.
 func (db *DB) CreateFamilyGeneration(name string, gen int, opts FamilyOptions) (*Family, error) {
 	if err := ValidateFamilyName(name); err != nil {
 		return nil, err
@@ -231,7 +231,7 @@ func (db *DB) CreateFamilyGeneration(name string, gen int, opts FamilyOptions) (
 		return nil, err
 	}
 	if gen < 0 {
-		return nil, &OptionsError{Field: "generation", Value: gen, Reason: "must be 0 (the next) or positive"}
+		return nil, &ConfigError{Field: "generation", Value: gen, Expected: "0 (the next) or positive"}
 	}
 	// ddl before the gate, as in DropFamily: the other order could wait on a read
 	// lock behind a Close queued for the write side.
@@ -253,7 +253,7 @@ func (db *DB) CreateFamilyGeneration(name string, gen int, opts FamilyOptions) (
 	case gen == 0:
 		gen = top + 1
 	case gen <= top:
-		return nil, &OptionsError{Field: "generation", Value: gen, Reason: fmt.Sprintf("must be above %d, the highest generation %q has had", top, name)}
+		return nil, &ConfigError{Field: "generation", Value: gen, Expected: fmt.Sprintf("above %d, the highest generation %q has had", top, name)}
 	}
 	if err := db.recordGeneration(name, gen); err != nil {
 		return nil, err

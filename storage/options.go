@@ -1,7 +1,6 @@
 package storage
 
 import (
-	"fmt"
 	"sort"
 	"strings"
 
@@ -78,12 +77,12 @@ type Options struct {
 	faults *storagefaults.Faults
 }
 
-// Validate checks every option and returns the first problem as an *OptionsError,
+// Validate checks every option and returns the first problem as a *ConfigError,
 // checking fields in a fixed order (block cache, then families by name). It changes
 // nothing.
 func (o Options) Validate() error {
 	if o.BlockCacheSize < 0 || o.BlockCacheSize > MaxBlockCacheSize {
-		return &OptionsError{Field: "BlockCacheSize", Value: o.BlockCacheSize, Reason: "must be between 0 and 64 GiB"}
+		return &ConfigError{Field: "BlockCacheSize", Value: o.BlockCacheSize, Expected: "between 0 and 64 GiB (68719476736)"}
 	}
 	if err := o.FamilyDefaults.validate("FamilyDefaults."); err != nil {
 		return err
@@ -104,15 +103,15 @@ func (o Options) Validate() error {
 	return nil
 }
 
-// Validate checks the family options, naming the field in any *OptionsError.
+// Validate checks the family options, naming the field in any *ConfigError.
 func (f FamilyOptions) Validate() error { return f.validate("") }
 
 func (f FamilyOptions) validate(prefix string) error {
 	if f.WriteBufferSize != 0 && (f.WriteBufferSize < MinWriteBufferSize || f.WriteBufferSize > MaxWriteBufferSize) {
-		return &OptionsError{Field: prefix + "WriteBufferSize", Value: f.WriteBufferSize, Reason: "must be between 1 MiB (1048576) and 4 GiB (4294967296), or 0 for the default"}
+		return &ConfigError{Field: prefix + "WriteBufferSize", Value: f.WriteBufferSize, Expected: "between 1 MiB (1048576) and 4 GiB (4294967296), or 0 for the default"}
 	}
 	if f.MaxWriteBufferNumber != 0 && (f.MaxWriteBufferNumber < MinMaxWriteBufferNumber || f.MaxWriteBufferNumber > MaxMaxWriteBufferNumber) {
-		return &OptionsError{Field: prefix + "MaxWriteBufferNumber", Value: f.MaxWriteBufferNumber, Reason: "must be between 2 and 64, or 0 for the default"}
+		return &ConfigError{Field: prefix + "MaxWriteBufferNumber", Value: f.MaxWriteBufferNumber, Expected: "between 2 and 64, or 0 for the default"}
 	}
 	return nil
 }
@@ -140,10 +139,10 @@ func (f FamilyOptions) withDefaults() FamilyOptions {
 // "#" (which separates a name from its generation in RocksDB's name for the family).
 func ValidateFamilyName(name string) error {
 	if name == "" || len(name) > MaxFamilyNameLen {
-		return &OptionsError{Field: "family name", Value: fmt.Sprintf("%q", name), Reason: "must be 1 to 255 bytes long"}
+		return &ConfigError{Field: "family name", Value: name, Expected: "1 to 255 bytes"}
 	}
 	if strings.Contains(name, generationSep) {
-		return &OptionsError{Field: "family name", Value: fmt.Sprintf("%q", name), Reason: "must not contain \"#\""}
+		return &ConfigError{Field: "family name", Value: name, Expected: "a name without \"#\""}
 	}
 	return nil
 }

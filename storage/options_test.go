@@ -2,7 +2,6 @@ package storage_test
 
 import (
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -33,28 +32,28 @@ func TestInvalidOptions(t *testing.T) {
 		{"MaxWriteBufferNumber=65", fam("x", storage.FamilyOptions{MaxWriteBufferNumber: 65}), "Families[x].MaxWriteBufferNumber", 65},
 		{"MaxWriteBufferNumber=-1", fam("x", storage.FamilyOptions{MaxWriteBufferNumber: -1}), "Families[x].MaxWriteBufferNumber", -1},
 		{"default family WriteBufferSize", fam("default", storage.FamilyOptions{WriteBufferSize: 1}), "Families[default].WriteBufferSize", int64(1)},
-		{"empty family name", fam("", storage.FamilyOptions{}), "family name", `""`},
-		{"256-byte family name", fam(long, storage.FamilyOptions{}), "family name", fmt.Sprintf("%q", long)},
+		{"empty family name", fam("", storage.FamilyOptions{}), "family name", ""},
+		{"256-byte family name", fam(long, storage.FamilyOptions{}), "family name", long},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			check := func(op string, err error) {
 				t.Helper()
-				var oe *storage.OptionsError
-				if !errors.As(err, &oe) {
-					t.Fatalf("%s: %v, want *OptionsError", op, err)
+				var ce *storage.ConfigError
+				if !errors.As(err, &ce) {
+					t.Fatalf("%s: %v, want *ConfigError", op, err)
 				}
-				if !errors.Is(err, storage.ErrInvalidOptions) {
-					t.Errorf("%s: %v does not match ErrInvalidOptions", op, err)
+				if !errors.Is(err, storage.ErrInvalidConfig) {
+					t.Errorf("%s: %v does not match ErrInvalidConfig", op, err)
 				}
-				if oe.Field != tc.field {
-					t.Errorf("%s: Field = %q, want %q", op, oe.Field, tc.field)
+				if ce.Field != tc.field {
+					t.Errorf("%s: Field = %q, want %q", op, ce.Field, tc.field)
 				}
-				if diff := cmp.Diff(tc.wantValue, oe.Value); diff != "" {
+				if diff := cmp.Diff(tc.wantValue, ce.Value); diff != "" {
 					t.Errorf("%s: Value (-want +got):\n%s", op, diff)
 				}
-				if oe.Reason == "" || !strings.Contains(err.Error(), tc.field) {
-					t.Errorf("%s: message %q lacks the field or a reason", op, err)
+				if ce.Expected == "" || !strings.Contains(err.Error(), tc.field) || !strings.Contains(err.Error(), "expected "+ce.Expected) {
+					t.Errorf("%s: message %q lacks the field or what was expected", op, err)
 				}
 			}
 			check("Validate", tc.opts.Validate())
@@ -89,12 +88,12 @@ func TestInvalidFamilyOptionsOnCreate(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := db.CreateFamily(tc.fname, tc.opts)
-			var oe *storage.OptionsError
-			if !errors.As(err, &oe) || !errors.Is(err, storage.ErrInvalidOptions) {
-				t.Fatalf("CreateFamily: %v, want *OptionsError", err)
+			var ce *storage.ConfigError
+			if !errors.As(err, &ce) || !errors.Is(err, storage.ErrInvalidConfig) {
+				t.Fatalf("CreateFamily: %v, want *ConfigError", err)
 			}
-			if oe.Field != tc.field {
-				t.Errorf("Field = %q, want %q", oe.Field, tc.field)
+			if ce.Field != tc.field {
+				t.Errorf("Field = %q, want %q", ce.Field, tc.field)
 			}
 		})
 	}
@@ -109,9 +108,9 @@ func TestInvalidFamilyOptionsOnCreate(t *testing.T) {
 
 func TestOpenEmptyDir(t *testing.T) {
 	_, err := storage.Open("", storage.Options{})
-	var oe *storage.OptionsError
-	if !errors.As(err, &oe) || oe.Field != "dir" {
-		t.Fatalf("Open(\"\"): %v, want *OptionsError for dir", err)
+	var ce *storage.ConfigError
+	if !errors.As(err, &ce) || ce.Field != "dir" {
+		t.Fatalf("Open(\"\"): %v, want *ConfigError for dir", err)
 	}
 }
 

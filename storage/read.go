@@ -38,7 +38,7 @@ func (db *DB) Get(f *Family, key []byte, s *Snapshot) ([]byte, error) {
 // state. values[i] is nil when the key is missing and a non-nil copy otherwise.
 func (db *DB) MultiGet(fams []*Family, keys [][]byte, s *Snapshot) ([][]byte, error) {
 	if len(fams) != len(keys) {
-		return nil, fmt.Errorf("rockline: multiget: %d families for %d keys: %w", len(fams), len(keys), ErrInvalidOptions)
+		return nil, fmt.Errorf("rockline: multiget: %d families for %d keys: %w", len(fams), len(keys), ErrInvalidConfig)
 	}
 	if len(keys) == 0 {
 		return nil, nil

@@ -184,8 +184,8 @@ func TestMultiGetAcrossFamilies(t *testing.T) {
 	if got, err := db.MultiGet(nil, nil, nil); err != nil || got != nil {
 		t.Errorf("MultiGet of nothing = %v, %v", got, err)
 	}
-	if _, err := db.MultiGet([]*storage.Family{fa}, nil, nil); !errors.Is(err, storage.ErrInvalidOptions) {
-		t.Errorf("MultiGet with mismatched lengths: %v, want ErrInvalidOptions", err)
+	if _, err := db.MultiGet([]*storage.Family{fa}, nil, nil); !errors.Is(err, storage.ErrInvalidConfig) {
+		t.Errorf("MultiGet with mismatched lengths: %v, want ErrInvalidConfig", err)
 	}
 	if _, err := db.MultiGet([]*storage.Family{nil}, [][]byte{[]byte("k")}, nil); !errors.Is(err, storage.ErrColumnFamilyNotFound) {
 		t.Errorf("MultiGet with a nil family: %v, want ErrColumnFamilyNotFound", err)

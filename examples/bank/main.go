@@ -1,6 +1,7 @@
 // Command bank is a small JSON bank on rockline, wired with fx: POST /accounts,
 // POST /transfers, GET /accounts/{id}, and Prometheus metrics on /metrics. Traces go
-// where the OTEL_* environment says (OTLP once OTEL_EXPORTER_OTLP_ENDPOINT is set).
+// where the OTEL_* environment says (OTLP once OTEL_EXPORTER_OTLP_ENDPOINT is set, over
+// http/protobuf unless OTEL_EXPORTER_OTLP_PROTOCOL=grpc).
 //
 //	go run ./examples/bank                 # serve on 127.0.0.1:8080 until interrupted
 //	go run ./examples/bank -load 5s        # run a load of transfers, print a summary, exit
@@ -53,9 +54,10 @@ func run() error {
 
 	var srv *bankapp.Server
 	var bank *bankapp.Bank
+	var tel *bankapp.Telemetry
 	app := fx.New(
 		bankapp.Options(bankapp.Config{Addr: *addr, Dir: *dir, Tracing: tcfg}),
-		fx.Populate(&srv, &bank),
+		fx.Populate(&srv, &bank, &tel),
 		fx.NopLogger,
 	)
 	if err := app.Err(); err != nil {
@@ -66,7 +68,7 @@ func run() error {
 	if err := app.Start(startCtx); err != nil {
 		return err
 	}
-	fmt.Printf("bank: listening on %s (database %s, traces %q)\n", srv.URL(), *dir, tcfg.TracesExporter)
+	fmt.Printf("bank: listening on %s (database %s, traces %q)\n", srv.URL(), *dir, tel.Providers.TracesExporter)
 
 	var loadErr error
 	if *load > 0 {

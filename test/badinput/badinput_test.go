@@ -111,7 +111,10 @@ func argErr(op, arg string, names ...string) want {
 	}
 }
 
-// cfgErr wants a *pipeline.ConfigError for field, matching ErrInvalidConfig.
+// cfgErr wants a *pipeline.ConfigError for field, matching ErrInvalidConfig, whose
+// message names the field and says what was expected. storage refuses its options and
+// arguments with the same type (storage.ConfigError is an alias of it), so this checks
+// the errors of both packages.
 func cfgErr(field string) want {
 	return func(err error) string {
 		var ce *pipeline.ConfigError
@@ -121,10 +124,10 @@ func cfgErr(field string) want {
 		if ce.Field != field {
 			return fmt.Sprintf("ConfigError.Field = %q, want %q: %v", ce.Field, field, err)
 		}
-		if !errors.Is(err, pipeline.ErrInvalidConfig) {
+		if !errors.Is(err, pipeline.ErrInvalidConfig) || !errors.Is(err, storage.ErrInvalidConfig) {
 			return "does not match ErrInvalidConfig"
 		}
-		return message(err, []string{field})
+		return message(err, []string{field, "expected " + ce.Expected})
 	}
 }
 
@@ -139,20 +142,6 @@ func droppedErr(family string) want {
 			return fmt.Sprintf("DroppedError{%q}, want {%q} matching ErrColumnFamilyDropped", de.Family, family)
 		}
 		return message(err, []string{family})
-	}
-}
-
-// optErr wants a *storage.OptionsError for field, matching ErrInvalidOptions.
-func optErr(field string) want {
-	return func(err error) string {
-		var oe *storage.OptionsError
-		if !errors.As(err, &oe) {
-			return fmt.Sprintf("got %T %v, want *storage.OptionsError", err, err)
-		}
-		if oe.Field != field || !errors.Is(err, storage.ErrInvalidOptions) {
-			return fmt.Sprintf("OptionsError.Field = %q, want %q matching ErrInvalidOptions: %v", oe.Field, field, err)
-		}
-		return message(err, []string{field})
 	}
 }
 

@@ -101,7 +101,7 @@ func pipelineCases() []badCase {
 		add(fmt.Sprintf("Config.Validate/%s=%s", bc.field, configValue(bc.cfg)), cfgErr(bc.field), func(e *env) error { return bc.cfg.Validate() })
 	}
 	add("Config.Validate/defaults", noError, func(e *env) error { return pipeline.DefaultConfig().Validate() })
-	add("Open/empty dir", optErr("dir"), func(e *env) error { _, err := pipeline.Open("", pipeline.Config{}); return err })
+	add("Open/empty dir", cfgErr("dir"), func(e *env) error { _, err := pipeline.Open("", pipeline.Config{}); return err })
 	add("Open/dir is a file", pathErr, func(e *env) error {
 		p := e.path("file")
 		if err := os.WriteFile(p, nil, 0o644); err != nil {
@@ -173,11 +173,11 @@ func pipelineCases() []badCase {
 	})
 	add("TruncateLog/0", is(pipeline.ErrNotCheckpointed, "0"), func(e *env) error { return e.db.TruncateLog(0) })
 	add("TruncateLog/past any checkpoint", is(pipeline.ErrNotCheckpointed, "1152921504606846976"), func(e *env) error { return e.db.TruncateLog(1 << 60) })
-	add("Checkpoint/dir exists", optErr("checkpoint dir"), func(e *env) error {
+	add("Checkpoint/dir exists", cfgErr("checkpoint dir"), func(e *env) error {
 		_, err := e.db.Checkpoint(e.dir)
 		return err
 	})
-	add("Checkpoint/empty dir", optErr("checkpoint dir"), func(e *env) error {
+	add("Checkpoint/empty dir", cfgErr("checkpoint dir"), func(e *env) error {
 		_, err := e.db.Checkpoint("")
 		return err
 	})

@@ -26,7 +26,7 @@ func storageCases() []badCase {
 		}
 		return err
 	}
-	add("Open/empty dir", optErr("dir"), func(e *env) error { _, err := storage.Open("", storage.Options{}); return err })
+	add("Open/empty dir", cfgErr("dir"), func(e *env) error { _, err := storage.Open("", storage.Options{}); return err })
 	badOptions := []struct {
 		field string
 		o     storage.Options
@@ -41,17 +41,17 @@ func storageCases() []badCase {
 		{"FamilyDefaults.MaxWriteBufferNumber", storage.Options{FamilyDefaults: storage.FamilyOptions{MaxWriteBufferNumber: 65}}},
 	}
 	for i, bo := range badOptions {
-		add(fmt.Sprintf("Open/%s#%d", bo.field, i), optErr(bo.field), func(e *env) error { return openBad(e, bo.o) })
-		add(fmt.Sprintf("Options.Validate/%s#%d", bo.field, i), optErr(bo.field), func(e *env) error { return bo.o.Validate() })
+		add(fmt.Sprintf("Open/%s#%d", bo.field, i), cfgErr(bo.field), func(e *env) error { return openBad(e, bo.o) })
+		add(fmt.Sprintf("Options.Validate/%s#%d", bo.field, i), cfgErr(bo.field), func(e *env) error { return bo.o.Validate() })
 	}
-	add("FamilyOptions.Validate/negative buffer", optErr("WriteBufferSize"), func(e *env) error {
+	add("FamilyOptions.Validate/negative buffer", cfgErr("WriteBufferSize"), func(e *env) error {
 		return storage.FamilyOptions{WriteBufferSize: -1}.Validate()
 	})
-	add("FamilyOptions.Validate/too many buffers", optErr("MaxWriteBufferNumber"), func(e *env) error {
+	add("FamilyOptions.Validate/too many buffers", cfgErr("MaxWriteBufferNumber"), func(e *env) error {
 		return storage.FamilyOptions{MaxWriteBufferNumber: storage.MaxMaxWriteBufferNumber + 1}.Validate()
 	})
 	for _, name := range []string{"", "a#b", strings.Repeat("f", storage.MaxFamilyNameLen+1)} {
-		add(fmt.Sprintf("ValidateFamilyName/%.12q", name), optErr("family name"), func(e *env) error { return storage.ValidateFamilyName(name) })
+		add(fmt.Sprintf("ValidateFamilyName/%.12q", name), cfgErr("family name"), func(e *env) error { return storage.ValidateFamilyName(name) })
 	}
 	add("ParseQualifiedName/odd input", noError, func(e *env) error {
 		for _, q := range []string{"", "#", "a#", "a#1", "a#0", "a#-3", "a#99999999999999999999", "#2", "a#b#3"} {
@@ -118,7 +118,7 @@ func storageCases() []badCase {
 	add("Get/missing key", is(storage.ErrNotFound, "not found"), func(e *env) error { _, err := e.st.Get(e.sf, []byte("missing"), nil); return err })
 	add("Get/dropped family still reads", is(storage.ErrNotFound), func(e *env) error { _, err := e.st.Get(e.sRetired, []byte("missing"), nil); return err })
 	add("Get/closed database", is(storage.ErrClosed, "closed"), func(e *env) error { _, err := e.stClosed.Get(e.sClosedCF, k, nil); return err })
-	add("MultiGet/length mismatch", is(storage.ErrInvalidOptions, "1 families for 2 keys"), func(e *env) error {
+	add("MultiGet/length mismatch", is(storage.ErrInvalidConfig, "1 families for 2 keys"), func(e *env) error {
 		_, err := e.st.MultiGet([]*storage.Family{e.sf}, [][]byte{k, k}, nil)
 		return err
 	})
@@ -199,16 +199,16 @@ func storageCases() []badCase {
 
 	// Families.
 	for _, name := range []string{"", "a#b", strings.Repeat("f", storage.MaxFamilyNameLen+1)} {
-		add(fmt.Sprintf("CreateFamily/%.12q", name), optErr("family name"), func(e *env) error { _, err := e.st.CreateFamily(name, storage.FamilyOptions{}); return err })
+		add(fmt.Sprintf("CreateFamily/%.12q", name), cfgErr("family name"), func(e *env) error { _, err := e.st.CreateFamily(name, storage.FamilyOptions{}); return err })
 	}
-	add("CreateFamily/bad options", optErr("WriteBufferSize"), func(e *env) error {
+	add("CreateFamily/bad options", cfgErr("WriteBufferSize"), func(e *env) error {
 		_, err := e.st.CreateFamily(e.unique("x"), storage.FamilyOptions{WriteBufferSize: 1})
 		return err
 	})
 	add("CreateFamily/exists", is(storage.ErrColumnFamilyExists, "sf"), func(e *env) error { _, err := e.st.CreateFamily("sf", storage.FamilyOptions{}); return err })
 	add("CreateFamily/closed database", is(storage.ErrClosed), func(e *env) error { _, err := e.stClosed.CreateFamily("x", storage.FamilyOptions{}); return err })
-	add("DropFamily/default", optErr("family name"), func(e *env) error { return e.st.DropFamily(storage.DefaultFamily) })
-	add("DropFamily/meta", optErr("family name"), func(e *env) error { return e.st.DropFamily(storage.MetaFamily) })
+	add("DropFamily/default", cfgErr("family name"), func(e *env) error { return e.st.DropFamily(storage.DefaultFamily) })
+	add("DropFamily/meta", cfgErr("family name"), func(e *env) error { return e.st.DropFamily(storage.MetaFamily) })
 	add("DropFamily/missing", is(storage.ErrColumnFamilyNotFound, "nope"), func(e *env) error { return e.st.DropFamily("nope") })
 	add("DropFamily/dropped", is(storage.ErrColumnFamilyNotFound, "retired"), func(e *env) error { return e.st.DropFamily("retired") })
 	add("DropFamily/closed database", is(storage.ErrClosed), func(e *env) error { return e.stClosed.DropFamily("sf") })
@@ -226,13 +226,13 @@ func storageCases() []badCase {
 	add("DeleteRange/nil family", is(storage.ErrColumnFamilyNotFound), func(e *env) error { return e.st.DeleteRange(nil, k, v) })
 	add("DeleteRange/family of another database", is(storage.ErrForeignFamily), func(e *env) error { return e.st.DeleteRange(e.sForeign, k, v) })
 	add("DeleteRange/dropped family", is(storage.ErrFamilyRetired, "retired"), func(e *env) error { return e.st.DeleteRange(e.sRetired, k, v) })
-	add("DeleteRange/end before start", optErr("range"), func(e *env) error { return e.st.DeleteRange(e.sf, []byte("z"), []byte("a")) })
+	add("DeleteRange/end before start", cfgErr("range start"), func(e *env) error { return e.st.DeleteRange(e.sf, []byte("z"), []byte("a")) })
 	add("DeleteRange/empty range", noError, func(e *env) error { return e.st.DeleteRange(e.sf, []byte("a"), []byte("a")) })
 	add("DeleteRange/closed database", is(storage.ErrClosed), func(e *env) error { return e.stClosed.DeleteRange(e.sClosedCF, k, v) })
 
 	// Whole-database calls.
-	add("Checkpoint/dir exists", optErr("checkpoint dir"), func(e *env) error { return e.st.Checkpoint(e.dir) })
-	add("Checkpoint/empty dir", optErr("checkpoint dir"), func(e *env) error { return e.st.Checkpoint("") })
+	add("Checkpoint/dir exists", cfgErr("checkpoint dir"), func(e *env) error { return e.st.Checkpoint(e.dir) })
+	add("Checkpoint/empty dir", cfgErr("checkpoint dir"), func(e *env) error { return e.st.Checkpoint("") })
 	add("Checkpoint/closed database", is(storage.ErrClosed), func(e *env) error { return e.stClosed.Checkpoint(e.path("cp")) })
 	add("Stats/closed database", is(storage.ErrClosed), func(e *env) error { _, err := e.stClosed.Stats(); return err })
 	add("Flush/closed database", is(storage.ErrClosed), func(e *env) error { return e.stClosed.Flush() })

@@ -4,17 +4,24 @@
 // rockline. The library never imports it: pipeline links the OpenTelemetry API only
 // (see package tracing), so an application chooses its own SDK set-up, this one or
 // another.
+//
+// The variables are read by the OpenTelemetry packages themselves, not here: the
+// contrib autoexport package builds the exporters (OTEL_TRACES_EXPORTER,
+// OTEL_METRICS_EXPORTER, OTEL_EXPORTER_OTLP_*, OTEL_EXPORTER_PROMETHEUS_*), the SDK
+// reads OTEL_TRACES_SAMPLER and OTEL_TRACES_SAMPLER_ARG, and the resource package reads
+// OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES. What stays rockline's own is the
+// default when no exporter variable is set (no export at all, rather than OTLP to
+// localhost), and one check: an OTLP endpoint variable must be an http:// or https://
+// URL, which the exporters would otherwise ignore, sending to localhost.
 package otelsetup
 
 import (
-	"errors"
-	"fmt"
 	"io"
 	"net/url"
-	"os"
-	"slices"
-	"strconv"
-	"strings"
+
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+
+	"github.com/rockline/rockline/internal/settings"
 )
 
 // Exporter names for Config.TracesExporter and Config.MetricsExporter.
@@ -36,133 +43,101 @@ const (
 
 // Config describes the exporters Setup builds. The zero value exports nothing.
 type Config struct {
-	ServiceName    string // resource service.name (default "rockline")
-	ServiceVersion string // resource service.version
+	// ServiceName and ServiceVersion are the resource's service.name (default
+	// "rockline") and service.version. With FromEnv, OTEL_SERVICE_NAME and
+	// OTEL_RESOURCE_ATTRIBUTES override them; without, they override the variables.
+	ServiceName    string
+	ServiceVersion string
 	// TracesExporter and MetricsExporter are "otlp", "stdout" or "none" (default);
 	// MetricsExporter may also be "prometheus" when OTEL_METRICS_EXPORTER says so
-	// (see ExporterPrometheus).
+	// (see ExporterPrometheus). With FromEnv they are the fallback used when the
+	// environment names no exporter.
 	TracesExporter  string
 	MetricsExporter string
-	// Protocol is the OTLP protocol: "grpc" (default, port 4317) or "http/protobuf"
-	// (port 4318).
+	// Protocol is the OTLP protocol of the exporters built from this Config: "grpc"
+	// (default, port 4317) or "http/protobuf" (port 4318). (Exporters built from the
+	// environment default to http/protobuf, as the specification has it.)
 	Protocol string
 	// Endpoint is the OTLP base URL, e.g. "http://127.0.0.1:4317"; "http://" means no
 	// TLS. Empty means the protocol's default on localhost.
 	Endpoint string
-	// Sampler is an OTEL_TRACES_SAMPLER name: parentbased_always_on (the default, as
-	// the specification has it), parentbased_always_off, parentbased_traceidratio,
-	// always_on, always_off, traceidratio. SamplerArg is the ratio for the
-	// *traceidratio ones.
-	Sampler    string
-	SamplerArg float64
-	// Stdout receives the stdout exporters' output (default os.Stdout).
+	// Sampler samples the spans. nil leaves it to the SDK: OTEL_TRACES_SAMPLER and
+	// OTEL_TRACES_SAMPLER_ARG when set, else parent-based always-on, as the
+	// specification has it. With FromEnv, a set OTEL_TRACES_SAMPLER wins over Sampler.
+	Sampler sdktrace.Sampler
+	// Stdout receives the output of the "stdout" exporters built from this Config
+	// (default os.Stdout). The "console" exporters autoexport builds from the
+	// environment write to os.Stdout.
 	Stdout io.Writer
+	// FromEnv makes the standard OTEL_* variables win over the fields above (see
+	// ConfigFromEnv, which sets it). For each signal, when OTEL_TRACES_EXPORTER
+	// (OTEL_METRICS_EXPORTER) is set, the contrib autoexport package builds the
+	// exporter from the variables alone; when it is not, the field above applies, and
+	// for traces an unset TracesExporter with OTEL_EXPORTER_OTLP_ENDPOINT or
+	// OTEL_EXPORTER_OTLP_TRACES_ENDPOINT set means OTLP.
+	FromEnv bool
 }
 
-// ErrInvalidSetting is matched by every *SettingError.
-var ErrInvalidSetting = errors.New("otelsetup: invalid setting")
+// ErrInvalidConfig is matched by every *ConfigError. It is the sentinel of every
+// rockline package (pipeline.ErrInvalidConfig and the others) too.
+var ErrInvalidConfig = settings.ErrInvalid
 
-// SettingError names a bad setting: the environment variable (or Config field), the
-// value and what was expected. It matches ErrInvalidSetting.
-type SettingError struct {
-	Name   string // e.g. "OTEL_EXPORTER_OTLP_PROTOCOL" or "Config.Protocol"
-	Value  string
-	Reason string
-}
+// ConfigError names a refused setting: Field is the environment variable
+// ("OTEL_EXPORTER_OTLP_PROTOCOL") or the Config field ("Config.Protocol"), Value the
+// value given and Expected what is accepted; Err is the cause when an OpenTelemetry
+// package refused the value first, else nil. Its message reads
+// `rockline: <Field> = <Value>: expected <Expected>` and it matches ErrInvalidConfig.
+//
+// It is one type shared by every rockline package: pipeline.ConfigError,
+// storage.ConfigError and lanes.ConfigError are the same type.
+type ConfigError = settings.Error
 
-// Error describes the problem, naming what was wrong.
-func (e *SettingError) Error() string {
-	return fmt.Sprintf("otelsetup: invalid %s=%q: %s", e.Name, e.Value, e.Reason)
-}
-
-// Is reports whether target is ErrInvalidSetting.
-func (e *SettingError) Is(target error) bool { return target == ErrInvalidSetting }
-
-var samplers = []string{"always_on", "always_off", "traceidratio", "parentbased_always_on", "parentbased_always_off", "parentbased_traceidratio"}
-
-// Validate checks every field and returns the first problem as a *SettingError whose
-// Name is "Config.<Field>".
-func (c Config) Validate() error { return c.validate(func(f string) string { return "Config." + f }) }
-
-func (c Config) validate(name func(field string) string) error {
+// Validate checks every field and returns the first problem as a *ConfigError whose
+// Field is "Config.<Field>". It reads no environment variable: with FromEnv, the
+// variables are checked by Setup, as the exporters are built from them.
+func (c Config) Validate() error {
 	switch c.TracesExporter {
 	case "", ExporterOTLP, ExporterStdout, ExporterNone:
 	default:
-		return &SettingError{Name: name("TracesExporter"), Value: c.TracesExporter, Reason: `must be "otlp", "stdout" or "none"`}
+		return &ConfigError{Field: "Config.TracesExporter", Value: c.TracesExporter, Expected: `"otlp", "stdout" or "none"`}
 	}
 	switch c.MetricsExporter {
 	case "", ExporterOTLP, ExporterStdout, ExporterNone, ExporterPrometheus:
 	default:
-		return &SettingError{Name: name("MetricsExporter"), Value: c.MetricsExporter, Reason: `must be "otlp", "stdout", "prometheus" or "none"`}
+		return &ConfigError{Field: "Config.MetricsExporter", Value: c.MetricsExporter, Expected: `"otlp", "stdout", "prometheus" or "none"`}
 	}
 	switch c.Protocol {
 	case "", ProtocolGRPC, ProtocolHTTP:
 	default:
-		return &SettingError{Name: name("Protocol"), Value: c.Protocol, Reason: `must be "grpc" or "http/protobuf"`}
+		return &ConfigError{Field: "Config.Protocol", Value: c.Protocol, Expected: `"grpc" or "http/protobuf"`}
 	}
 	if c.Endpoint != "" {
-		u, err := url.Parse(c.Endpoint)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return &SettingError{Name: name("Endpoint"), Value: c.Endpoint, Reason: "must be an http:// or https:// URL with a host, e.g. http://127.0.0.1:4317"}
-		}
-	}
-	if c.Sampler != "" && !slices.Contains(samplers, c.Sampler) {
-		return &SettingError{Name: name("Sampler"), Value: c.Sampler, Reason: "must be one of " + strings.Join(samplers, ", ")}
-	}
-	if c.SamplerArg < 0 || c.SamplerArg > 1 {
-		return &SettingError{Name: name("SamplerArg"), Value: fmt.Sprint(c.SamplerArg), Reason: "must be a ratio between 0 and 1"}
+		return checkEndpoint("Config.Endpoint", c.Endpoint)
 	}
 	return nil
 }
 
-// envNames maps Config fields to the standard variables ConfigFromEnv reads.
-var envNames = map[string]string{
-	"ServiceName":     "OTEL_SERVICE_NAME",
-	"TracesExporter":  "OTEL_TRACES_EXPORTER",
-	"MetricsExporter": "OTEL_METRICS_EXPORTER",
-	"Protocol":        "OTEL_EXPORTER_OTLP_PROTOCOL",
-	"Endpoint":        "OTEL_EXPORTER_OTLP_ENDPOINT",
-	"Sampler":         "OTEL_TRACES_SAMPLER",
-	"SamplerArg":      "OTEL_TRACES_SAMPLER_ARG",
+// endpointVars are the OTLP endpoint variables. They are the one thing Setup checks
+// itself: the OTLP exporters report an endpoint that is not a URL to OpenTelemetry's
+// error handler only, and then send to localhost instead.
+var endpointVars = []string{"OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT"}
+
+// checkEndpoint returns a *ConfigError for field unless v is an http:// or https://
+// URL with a host, as the specification requires of an OTLP endpoint.
+func checkEndpoint(field, v string) error {
+	u, err := url.Parse(v)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return &ConfigError{Field: field, Value: v, Expected: "an http:// or https:// URL with a host, e.g. http://127.0.0.1:4318", Err: err}
+	}
+	return nil
 }
 
-// ConfigFromEnv reads the standard OTEL_* variables over base: OTEL_SERVICE_NAME,
-// OTEL_TRACES_EXPORTER and OTEL_METRICS_EXPORTER ("otlp", "console" or "stdout",
-// "none", and "prometheus" for metrics), OTEL_EXPORTER_OTLP_ENDPOINT, OTEL_EXPORTER_OTLP_PROTOCOL ("grpc",
-// "http/protobuf"), OTEL_TRACES_SAMPLER and OTEL_TRACES_SAMPLER_ARG. Setting
-// OTEL_EXPORTER_OTLP_ENDPOINT alone turns OTLP trace export on. A bad value returns a
-// *SettingError naming the variable.
+// ConfigFromEnv returns base with FromEnv set, so that Setup lets the standard
+// OTEL_* variables win over base's fields, and base's own Validate error. It reads
+// no variable itself: the OpenTelemetry packages read them when Setup builds the
+// providers (see the package documentation and Config.FromEnv), and a variable they
+// refuse fails Setup with a *ConfigError naming it.
 func ConfigFromEnv(base Config) (Config, error) {
-	return configFrom(base, os.LookupEnv)
-}
-
-func configFrom(c Config, lookup func(string) (string, bool)) (Config, error) {
-	get := func(field string, dst *string) {
-		if v, ok := lookup(envNames[field]); ok && v != "" {
-			*dst = strings.TrimSpace(v)
-		}
-	}
-	get("ServiceName", &c.ServiceName)
-	get("TracesExporter", &c.TracesExporter)
-	get("MetricsExporter", &c.MetricsExporter)
-	get("Protocol", &c.Protocol)
-	get("Endpoint", &c.Endpoint)
-	get("Sampler", &c.Sampler)
-	if c.TracesExporter == "console" {
-		c.TracesExporter = ExporterStdout
-	}
-	if c.MetricsExporter == "console" {
-		c.MetricsExporter = ExporterStdout
-	}
-	if _, set := lookup(envNames["TracesExporter"]); !set && c.TracesExporter == "" && c.Endpoint != "" {
-		c.TracesExporter = ExporterOTLP
-	}
-	if v, ok := lookup(envNames["SamplerArg"]); ok && v != "" {
-		f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
-		if err != nil {
-			return c, &SettingError{Name: envNames["SamplerArg"], Value: v, Reason: "must be a number between 0 and 1"}
-		}
-		c.SamplerArg = f
-	}
-	return c, c.validate(func(f string) string { return envNames[f] })
+	base.FromEnv = true
+	return base, base.Validate()
 }

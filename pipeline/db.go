@@ -118,14 +118,9 @@ func open(dir string, cfg Config, createFamilies bool) (*DB, error) {
 		return nil, err
 	}
 	db.seq = validators.NewSequencer(last)
-	db.val, err = validators.New(cfg.Validation, validators.Options{
-		Store:     st,
-		Log:       db.log,
-		Sequencer: db.seq,
-		Buckets:   cfg.Buckets,
-		Checks:    db.validatorChecks(),
-		LogKey:    logentry.AppendKey,
-		Filler:    appendFiller,
+	db.val, err = validators.New(cfg.Validation, db.validatorEnv(), validators.Options{
+		Buckets: cfg.Buckets,
+		Checks:  db.validatorChecks(),
 	})
 	if err != nil {
 		st.Close()

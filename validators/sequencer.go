@@ -62,6 +62,31 @@ func (s *Sequencer) Assigned() uint64 { return s.assigned.Load() }
 // each of them done.
 func (s *Sequencer) next(n int) uint64 { return s.assigned.Add(uint64(n)) - uint64(n) + 1 }
 
+// Assign assigns n consecutive positions and returns the first (Positions.Assign). It
+// holds pause for reading until Publish or Stop closes the assignment, so a Quiesce
+// sees the positions written or not assigned.
+func (s *Sequencer) Assign(n int) (uint64, error) {
+	s.pause.RLock()
+	if err := s.Err(); err != nil {
+		s.pause.RUnlock()
+		return 0, err
+	}
+	return s.next(n), nil
+}
+
+// Publish marks first..last written (Positions.Publish) and ends their assignment.
+func (s *Sequencer) Publish(first, last uint64) error {
+	s.markDone(first, last)
+	s.pause.RUnlock()
+	return nil
+}
+
+// Stop stops the sequencer at pos (Positions.Stop) and ends the assignment.
+func (s *Sequencer) Stop(pos uint64, cause error) {
+	s.stop(pos, cause)
+	s.pause.RUnlock()
+}
+
 // markDone marks positions first..last written and publishes what is now contiguous.
 func (s *Sequencer) markDone(first, last uint64) {
 	s.mu.Lock()

@@ -31,11 +31,17 @@ func newRig(t *testing.T, policy string, checks ...Check) *rig {
 	r := &rig{st: st, seq: NewSequencer(0), fp: NewFingerprinter()}
 	r.log, _ = st.Family("log")
 	r.data, _ = st.Family("data")
-	r.v, err = New(policy, Options{
-		Store: st, Log: r.log, Sequencer: r.seq, Buckets: 16, Checks: checks,
-		LogKey: func(dst []byte, pos uint64) []byte { return binary.BigEndian.AppendUint64(dst, pos) },
-		Filler: func(dst []byte, pos uint64) []byte { return append(dst, "filler"...) },
-	})
+	r.v, err = New(policy, Env{
+		Positions: r.seq,
+		Write:     st.Write,
+		Read:      func(f *storage.Family, key []byte) ([]byte, error) { return st.Get(f, key, nil) },
+		Log:       r.log,
+		LogKey:    func(dst []byte, pos uint64) []byte { return binary.BigEndian.AppendUint64(dst, pos) },
+		Filler:    func(dst []byte, pos uint64) []byte { return append(dst, "filler"...) },
+		Entry: func(_ *Commit, _ *storage.Batch, dst []byte, pos uint64, _ int64) ([]byte, error) {
+			return fmt.Appendf(dst, "entry %d", pos), nil
+		},
+	}, Options{Buckets: 16, Checks: checks})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,9 +51,7 @@ func newRig(t *testing.T, policy string, checks ...Check) *rig {
 // commit builds a Commit that read reads and writes key=value for each of writes.
 func (r *rig) commit(t *testing.T, f *storage.Family, readPos uint64, reads []string, writes map[string]string) *Commit {
 	t.Helper()
-	c := &Commit{ReadPos: readPos, Batch: storage.NewBatch(), Entry: func(_ *storage.Batch, dst []byte, pos uint64, _ int64) ([]byte, error) {
-		return fmt.Appendf(dst, "entry %d", pos), nil
-	}}
+	c := &Commit{ReadPos: readPos, Batch: storage.NewBatch()}
 	for _, k := range reads {
 		c.Reads = append(c.Reads, r.fp.Of(f.ID(), []byte(k)))
 	}

@@ -23,7 +23,7 @@ package pipeline
 // Invariants:
 //   - Position order = write order = publication order: positions are assigned by the
 //     writer queue's leader, one group at a time, in the order the group is written,
-//     and published in order by the Sequencer.
+//     and published in order by the sequencer (sequencer.go).
 //   - A commit is visible (its position published) only once every lower position is
 //     written: a reader never sees position p without p-1.
 //   - A commit is all or nothing: its data writes and its log entry are one batch. A

@@ -46,7 +46,7 @@ type DB struct {
 	streamsCF *ColumnFamily
 	// truncated is the first log position kept after TruncateLog (0: nothing cut).
 	truncated atomic.Uint64
-	seq       *validators.Sequencer
+	seq       *sequencer
 	val       validators.Validator
 	lanes     *lanes.Lanes[*task]
 	fp        validators.Fingerprinter
@@ -117,7 +117,7 @@ func open(dir string, cfg Config, createFamilies bool) (*DB, error) {
 		st.Close()
 		return nil, err
 	}
-	db.seq = validators.NewSequencer(last)
+	db.seq = newSequencer(last)
 	db.val, err = validators.New(cfg.Validation, db.validatorEnv(), validators.Options{
 		Buckets: cfg.Buckets,
 		Checks:  db.validatorChecks(),

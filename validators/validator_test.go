@@ -16,7 +16,7 @@ type rig struct {
 	st   *storage.DB
 	log  *storage.Family
 	data *storage.Family
-	seq  *Sequencer
+	seq  *fakePositions
 	v    Validator
 	fp   Fingerprinter
 }
@@ -28,7 +28,7 @@ func newRig(t *testing.T, policy string, checks ...Check) *rig {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	r := &rig{st: st, seq: NewSequencer(0), fp: NewFingerprinter()}
+	r := &rig{st: st, seq: newFakePositions(t), fp: NewFingerprinter()}
 	r.log, _ = st.Family("log")
 	r.data, _ = st.Family("data")
 	r.v, err = New(policy, Env{
@@ -85,7 +85,6 @@ func TestConflictAndPositions(t *testing.T) {
 			if err != nil || pos != 1 {
 				t.Fatalf("first commit = %d, %v; want 1, nil", pos, err)
 			}
-			r.seq.Wait(pos)
 			if _, err := r.v.Commit(ctx, r.commit(t, r.data, 0, []string{"a"}, map[string]string{"b": "2"})); !errors.Is(err, ErrConflict) {
 				t.Fatalf("read of a key written after the read position: %v; want ErrConflict", err)
 			}
@@ -172,8 +171,8 @@ func TestChecksReject(t *testing.T) {
 			if _, err := r.v.Commit(context.Background(), r.commit(t, r.data, 0, nil, map[string]string{"k": "too much"})); !errors.Is(err, errLimit) {
 				t.Fatalf("commit = %v; want the check's error", err)
 			}
-			if r.seq.Assigned() != 0 {
-				t.Fatalf("a rejected commit was assigned position %d", r.seq.Assigned())
+			if got := r.seq.lastAssigned(); got != 0 {
+				t.Fatalf("a rejected commit was assigned position %d", got)
 			}
 		})
 	}
@@ -194,7 +193,7 @@ func TestConcurrentIncrementsLoseNothing(t *testing.T) {
 					defer wg.Done()
 					for i := 0; i < 100; i++ {
 						for {
-							readPos, _ := r.seq.Acquire()
+							readPos := r.seq.acquire()
 							v, err := r.st.Get(r.data, []byte("counter"), nil)
 							n := 0
 							if err == nil {
@@ -205,11 +204,8 @@ func TestConcurrentIncrementsLoseNothing(t *testing.T) {
 							c.Batch.Put(r.data, []byte("counter"), next)
 							c.Ops = append(c.Ops, Op{Family: r.data, Key: []byte("counter"), Value: next})
 							c.Writes = append(c.Writes, r.fp.Of(r.data.ID(), []byte("counter")))
-							pos, err := r.v.Commit(context.Background(), c)
-							if err == nil {
-								r.seq.Wait(pos)
-							}
-							r.seq.Release(readPos)
+							_, err = r.v.Commit(context.Background(), c)
+							r.seq.release(readPos)
 							if errors.Is(err, ErrConflict) {
 								continue
 							}

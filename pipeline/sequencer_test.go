@@ -1,13 +1,15 @@
-package validators
+package pipeline
 
 import (
 	"errors"
 	"testing"
 	"time"
+
+	"github.com/rockline/rockline/validators"
 )
 
 func TestSequencerPublishesInOrder(t *testing.T) {
-	s := NewSequencer(10)
+	s := newSequencer(10)
 	first := s.next(3) // 11, 12, 13
 	if first != 11 || s.Assigned() != 13 {
 		t.Fatalf("next(3) = %d, assigned %d; want 11, 13", first, s.Assigned())
@@ -49,7 +51,7 @@ func TestSequencerPublishesInOrder(t *testing.T) {
 }
 
 func TestSequencerStopWakesWaiters(t *testing.T) {
-	s := NewSequencer(0)
+	s := newSequencer(0)
 	s.next(2)
 	waited := make(chan error, 1)
 	go func() { waited <- s.Wait(2) }()
@@ -57,22 +59,22 @@ func TestSequencerStopWakesWaiters(t *testing.T) {
 	s.stop(1, errors.New("disk gone"))
 	select {
 	case err := <-waited:
-		if !errors.Is(err, ErrStopped) {
-			t.Fatalf("Wait after stop = %v; want ErrStopped", err)
+		if !errors.Is(err, validators.ErrStopped) {
+			t.Fatalf("Wait after stop = %v; want validators.ErrStopped", err)
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("stop did not wake the waiter")
 	}
-	if !errors.Is(s.Err(), ErrStopped) {
+	if !errors.Is(s.Err(), validators.ErrStopped) {
 		t.Fatalf("Err() = %v", s.Err())
 	}
-	if err := s.Wait(3); !errors.Is(err, ErrStopped) {
-		t.Fatalf("Wait after stop = %v; want ErrStopped", err)
+	if err := s.Wait(3); !errors.Is(err, validators.ErrStopped) {
+		t.Fatalf("Wait after stop = %v; want validators.ErrStopped", err)
 	}
 }
 
 func TestSequencerOldestReader(t *testing.T) {
-	s := NewSequencer(4)
+	s := newSequencer(4)
 	a, _ := s.Acquire()
 	s.next(1)
 	s.markDone(5, 5)
@@ -100,7 +102,7 @@ func TestSequencerOldestReader(t *testing.T) {
 // registered, Acquire refuses while Exclusive runs (so no transaction can take a
 // position a replay hands out again), and Replay refuses outside Exclusive.
 func TestSequencerExclusive(t *testing.T) {
-	s := NewSequencer(0)
+	s := newSequencer(0)
 	if err := s.Replay(1, func() error { return nil }); !errors.Is(err, ErrNotExclusive) {
 		t.Fatalf("Replay outside Exclusive = %v; want ErrNotExclusive", err)
 	}

@@ -1,13 +1,14 @@
-package validators
+package pipeline
 
 import (
-	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
+
+	"github.com/rockline/rockline/validators"
 )
 
-// Sequencer hands out dense log positions and publishes them in order, and tracks the
+// sequencer hands out dense log positions and publishes them in order, and tracks the
 // read positions of open transactions.
 //
 // Invariants:
@@ -21,7 +22,7 @@ import (
 //     mu, so a pruning Oldest that runs after it sees it.
 //   - exclusive is set (under mu) only while readers is empty, and while it is set
 //     Acquire fails: a replay, which writes without validation, runs alone.
-type Sequencer struct {
+type sequencer struct {
 	assigned  atomic.Uint64
 	published atomic.Uint64
 	// pause is held for reading by a validator from the moment it assigns positions
@@ -38,9 +39,9 @@ type Sequencer struct {
 	exclusive bool
 }
 
-// NewSequencer starts a sequencer whose positions 1..last are already published.
-func NewSequencer(last uint64) *Sequencer {
-	s := &Sequencer{
+// newSequencer starts a sequencer whose positions 1..last are already published.
+func newSequencer(last uint64) *sequencer {
+	s := &sequencer{
 		done:    make(map[uint64]struct{}),
 		waiters: make(map[uint64]chan struct{}),
 		changed: make(chan struct{}),
@@ -53,19 +54,19 @@ func NewSequencer(last uint64) *Sequencer {
 
 // Published returns the highest position p such that every position up to p is
 // written and visible.
-func (s *Sequencer) Published() uint64 { return s.published.Load() }
+func (s *sequencer) Published() uint64 { return s.published.Load() }
 
 // Assigned returns the highest position handed out.
-func (s *Sequencer) Assigned() uint64 { return s.assigned.Load() }
+func (s *sequencer) Assigned() uint64 { return s.assigned.Load() }
 
 // next assigns n consecutive positions and returns the first. The caller must mark
 // each of them done.
-func (s *Sequencer) next(n int) uint64 { return s.assigned.Add(uint64(n)) - uint64(n) + 1 }
+func (s *sequencer) next(n int) uint64 { return s.assigned.Add(uint64(n)) - uint64(n) + 1 }
 
 // Assign assigns n consecutive positions and returns the first (Positions.Assign). It
 // holds pause for reading until Publish or Stop closes the assignment, so a Quiesce
 // sees the positions written or not assigned.
-func (s *Sequencer) Assign(n int) (uint64, error) {
+func (s *sequencer) Assign(n int) (uint64, error) {
 	s.pause.RLock()
 	if err := s.Err(); err != nil {
 		s.pause.RUnlock()
@@ -75,20 +76,20 @@ func (s *Sequencer) Assign(n int) (uint64, error) {
 }
 
 // Publish marks first..last written (Positions.Publish) and ends their assignment.
-func (s *Sequencer) Publish(first, last uint64) error {
+func (s *sequencer) Publish(first, last uint64) error {
 	s.markDone(first, last)
 	s.pause.RUnlock()
 	return nil
 }
 
 // Stop stops the sequencer at pos (Positions.Stop) and ends the assignment.
-func (s *Sequencer) Stop(pos uint64, cause error) {
+func (s *sequencer) Stop(pos uint64, cause error) {
 	s.stop(pos, cause)
 	s.pause.RUnlock()
 }
 
 // markDone marks positions first..last written and publishes what is now contiguous.
-func (s *Sequencer) markDone(first, last uint64) {
+func (s *sequencer) markDone(first, last uint64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for p := first; p <= last; p++ {
@@ -117,7 +118,7 @@ func (s *Sequencer) markDone(first, last uint64) {
 // Wait blocks until position p is published, or returns the stop error. It does not
 // take a context: the position's commit is already written, and the positions below
 // it are being written by goroutines that will finish or stop the sequencer.
-func (s *Sequencer) Wait(p uint64) error {
+func (s *sequencer) Wait(p uint64) error {
 	if s.published.Load() >= p {
 		return nil
 	}
@@ -146,28 +147,28 @@ func (s *Sequencer) Wait(p uint64) error {
 
 // Changed returns a channel that is closed the next time the published position
 // advances (or the sequencer stops). Subscribers use it to follow the log.
-func (s *Sequencer) Changed() <-chan struct{} {
+func (s *sequencer) Changed() <-chan struct{} {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.changed
 }
 
 // Err returns the error that stopped the sequencer, or nil.
-func (s *Sequencer) Err() error {
+func (s *sequencer) Err() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.err
 }
 
 // stop records that position p can never be written, wakes every waiter and fails
-// every later commit with an error matching ErrStopped.
-func (s *Sequencer) stop(p uint64, cause error) {
+// every later commit with an error matching validators.ErrStopped.
+func (s *sequencer) stop(p uint64, cause error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.err != nil {
 		return
 	}
-	s.err = fmt.Errorf("%w: position %d could not be written or filled: %w", ErrStopped, p, cause)
+	s.err = fmt.Errorf("%w: position %d could not be written or filled: %w", validators.ErrStopped, p, cause)
 	for q, ch := range s.waiters {
 		close(ch)
 		delete(s.waiters, q)
@@ -179,7 +180,7 @@ func (s *Sequencer) stop(p uint64, cause error) {
 // Acquire registers an open transaction and returns its read position: the published
 // position at this moment. Pair it with Release. It fails with ErrReplaying while
 // Exclusive runs.
-func (s *Sequencer) Acquire() (uint64, error) {
+func (s *sequencer) Acquire() (uint64, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.exclusive {
@@ -191,7 +192,7 @@ func (s *Sequencer) Acquire() (uint64, error) {
 }
 
 // Release ends a transaction registered with Acquire at read position p.
-func (s *Sequencer) Release(p uint64) {
+func (s *sequencer) Release(p uint64) {
 	s.mu.Lock()
 	if n := s.readers[p]; n <= 1 {
 		delete(s.readers, p)
@@ -204,7 +205,7 @@ func (s *Sequencer) Release(p uint64) {
 // Oldest returns the lowest read position of any open transaction, or the published
 // position when none is open. No open or future transaction can have a read position
 // below it.
-func (s *Sequencer) Oldest() uint64 {
+func (s *sequencer) Oldest() uint64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	oldest := s.published.Load()
@@ -215,7 +216,7 @@ func (s *Sequencer) Oldest() uint64 {
 }
 
 // OpenTransactions returns the number of transactions registered with Acquire.
-func (s *Sequencer) OpenTransactions() int {
+func (s *sequencer) OpenTransactions() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	n := 0
@@ -225,20 +226,11 @@ func (s *Sequencer) OpenTransactions() int {
 	return n
 }
 
-// ErrNotExclusive is returned by Exclusive (and so by a replay) while transactions are
-// open or commits are in flight: replayed writes bypass conflict tracking, so they
-// need the database alone.
-var ErrNotExclusive = errors.New("rockline: replay needs the database alone (no open transactions or in-flight commits)")
-
-// ErrReplaying is returned by Acquire (so a transaction cannot begin) while a replay
-// holds the database alone.
-var ErrReplaying = errors.New("rockline: a replay holds the database alone")
-
 // Exclusive runs fn with the database to itself: it fails with ErrNotExclusive if any
 // transaction is registered (an open transaction, an in-flight commit) or another
 // Exclusive runs, and while fn runs every Acquire fails with ErrReplaying, so no
 // position can be assigned except by Replay.
-func (s *Sequencer) Exclusive(fn func() error) error {
+func (s *sequencer) Exclusive(fn func() error) error {
 	s.mu.Lock()
 	if s.exclusive || len(s.readers) > 0 {
 		s.mu.Unlock()
@@ -258,7 +250,7 @@ func (s *Sequencer) Exclusive(fn func() error) error {
 // assigned so far is in RocksDB (written or filled), so fn sees a dense log prefix
 // 1..assigned, which it receives. New commits wait (after validation, holding their
 // locks) until fn returns. It is how a checkpoint gets a dense log.
-func (s *Sequencer) Quiesce(fn func(assigned uint64) error) error {
+func (s *sequencer) Quiesce(fn func(assigned uint64) error) error {
 	s.pause.Lock()
 	defer s.pause.Unlock()
 	return fn(s.assigned.Load())
@@ -268,7 +260,7 @@ func (s *Sequencer) Quiesce(fn func(assigned uint64) error) error {
 // validation, runs write, and publishes pos. It is for restoring a database from a
 // log and runs only inside Exclusive. If write fails the sequencer stops, since pos
 // can no longer be filled safely.
-func (s *Sequencer) Replay(pos uint64, write func() error) error {
+func (s *sequencer) Replay(pos uint64, write func() error) error {
 	s.mu.Lock()
 	exclusive := s.exclusive
 	s.mu.Unlock()

@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -8,116 +9,156 @@ import (
 	"github.com/rockline/rockline/validators"
 )
 
-// sequencer hands out dense log positions and publishes them in order, and tracks the
-// read positions of open transactions.
+// sequencer hands out the log's dense positions and publishes them to readers (the
+// commit path's visible position: Pebble's visible sequence number, Badger's oracle),
+// tracks the read positions of open transactions, and gives a replay or a checkpoint
+// the log to itself. The validator reaches it only as its Env.Positions.
+//
+// Positions complete in order. Every position is assigned by the one goroutine that
+// writes at the time, which closes the assignment (Publish, or Stop) before the next
+// one is opened: the validators' writer queue has one leader at a time and every
+// commit, inline or laned, data or a family's record, and every filler goes through
+// it (validators/leader.go); Replay writes only inside Exclusive, when no commit can be
+// in flight, one position at a time. So there is at most one open assignment, and
+// published moves over it in one step. An assignment that would break that order is
+// not absorbed: the sequencer stops with an error (matching validators.ErrStopped),
+// never publishing a position that is not written.
 //
 // Invariants:
-//   - assigned >= published; positions 1..published are all written to RocksDB (data
-//     and log entry, or a filler) and every position in published+1..assigned is either
-//     in done or still being written by the goroutine that was assigned it.
-//   - published only grows, one position at a time, and only over done positions.
+//   - published <= assigned, both only grow; positions 1..published are all written to
+//     RocksDB (data and log entry, or a filler).
+//   - published < assigned only while the assignment published+1..assigned is open
+//     (its writer is writing it) or after the sequencer stopped with it open.
+//   - Assign opens an assignment only when none is open; Publish advances published
+//     only over exactly the open assignment. Anything else stops the sequencer.
 //   - Every waiter for position p is woken exactly once, when published >= p or when the
 //     sequencer stops.
 //   - readers counts open transactions per read position; Acquire reads published under
 //     mu, so a pruning Oldest that runs after it sees it.
 //   - exclusive is set (under mu) only while readers is empty, and while it is set
 //     Acquire fails: a replay, which writes without validation, runs alone.
+//   - quiescing is set while a Quiesce runs; Assign waits while it is set, and the
+//     Quiesce's function runs only once no assignment is open, so it sees the log
+//     dense up to published with nothing in flight.
 type sequencer struct {
-	assigned  atomic.Uint64
-	published atomic.Uint64
-	// pause is held for reading by a validator from the moment it assigns positions
-	// until they are written (or filled), and for writing by Quiesce.
-	pause sync.RWMutex
+	published atomic.Uint64 // written under mu, read anywhere
 
-	mu      sync.Mutex
-	done    map[uint64]struct{}
-	waiters map[uint64]chan struct{}
-	changed chan struct{}
-	err     error
-	readers map[uint64]int
-	// exclusive is true while Exclusive runs.
-	exclusive bool
+	mu        sync.Mutex
+	quiet     sync.Cond // on mu: an assignment closed, a Quiesce ended, or stopped
+	assigned  uint64
+	waiters   map[uint64]chan struct{}
+	changed   chan struct{}
+	err       error
+	readers   map[uint64]int
+	exclusive bool // Exclusive runs
+	quiescing bool // Quiesce runs
 }
+
+// errOutOfOrder is wrapped, with validators.ErrStopped, by the error that stops the
+// sequencer when an assignment would complete out of order.
+var errOutOfOrder = errors.New("log positions completed out of order")
 
 // newSequencer starts a sequencer whose positions 1..last are already published.
 func newSequencer(last uint64) *sequencer {
 	s := &sequencer{
-		done:    make(map[uint64]struct{}),
-		waiters: make(map[uint64]chan struct{}),
-		changed: make(chan struct{}),
-		readers: make(map[uint64]int),
+		waiters:  make(map[uint64]chan struct{}),
+		changed:  make(chan struct{}),
+		readers:  make(map[uint64]int),
+		assigned: last,
 	}
-	s.assigned.Store(last)
+	s.quiet.L = &s.mu
 	s.published.Store(last)
 	return s
 }
 
 // Published returns the highest position p such that every position up to p is
-// written and visible.
+// written and visible (validators.Positions). Any goroutine.
 func (s *sequencer) Published() uint64 { return s.published.Load() }
 
-// Assigned returns the highest position handed out.
-func (s *sequencer) Assigned() uint64 { return s.assigned.Load() }
-
-// next assigns n consecutive positions and returns the first. The caller must mark
-// each of them done.
-func (s *sequencer) next(n int) uint64 { return s.assigned.Add(uint64(n)) - uint64(n) + 1 }
-
-// Assign assigns n consecutive positions and returns the first (Positions.Assign). It
-// holds pause for reading until Publish or Stop closes the assignment, so a Quiesce
-// sees the positions written or not assigned.
+// Assign opens the assignment of the n positions after the last one assigned and
+// returns the first (validators.Positions). It waits while a Quiesce runs. It fails
+// with the stop error once the sequencer stopped, and stops it when an assignment is
+// still open (two writers at once) or n < 1.
 func (s *sequencer) Assign(n int) (uint64, error) {
-	s.pause.RLock()
-	if err := s.Err(); err != nil {
-		s.pause.RUnlock()
-		return 0, err
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for s.quiescing && s.err == nil {
+		s.quiet.Wait()
 	}
-	return s.next(n), nil
+	if s.err != nil {
+		return 0, s.err
+	}
+	pub := s.published.Load()
+	switch {
+	case s.assigned != pub:
+		return 0, s.stopLocked(fmt.Errorf("%w: %w: assigning %d positions while %d..%d are being written", validators.ErrStopped, errOutOfOrder, n, pub+1, s.assigned))
+	case n < 1:
+		return 0, s.stopLocked(fmt.Errorf("%w: assigning %d positions", validators.ErrStopped, n))
+	}
+	s.assigned += uint64(n)
+	return pub + 1, nil
 }
 
-// Publish marks first..last written (Positions.Publish) and ends their assignment.
+// Publish closes the open assignment first..last, now written, and makes it visible:
+// published becomes last and its waiters wake (validators.Positions). It returns the
+// stop error once the sequencer stopped, and stops it when first..last is not exactly
+// the open assignment.
 func (s *sequencer) Publish(first, last uint64) error {
-	s.markDone(first, last)
-	s.pause.RUnlock()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.err != nil {
+		return s.err
+	}
+	pub := s.published.Load()
+	if first != pub+1 || last != s.assigned || last < first {
+		return s.stopLocked(fmt.Errorf("%w: %w: %d..%d completed while %d..%d are open", validators.ErrStopped, errOutOfOrder, first, last, pub+1, s.assigned))
+	}
+	s.published.Store(last)
+	if len(s.waiters) > 0 {
+		for p := first; p <= last; p++ {
+			if ch, ok := s.waiters[p]; ok {
+				close(ch)
+				delete(s.waiters, p)
+			}
+		}
+	}
+	close(s.changed)
+	s.changed = make(chan struct{})
+	if s.quiescing {
+		s.quiet.Broadcast()
+	}
 	return nil
 }
 
-// Stop stops the sequencer at pos (Positions.Stop) and ends the assignment.
+// Stop records that position pos, of the open assignment, can be neither written nor
+// filled (validators.Positions): every waiter wakes, and Err, Wait and every later
+// Assign return an error matching validators.ErrStopped that wraps cause.
 func (s *sequencer) Stop(pos uint64, cause error) {
-	s.stop(pos, cause)
-	s.pause.RUnlock()
-}
-
-// markDone marks positions first..last written and publishes what is now contiguous.
-func (s *sequencer) markDone(first, last uint64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for p := first; p <= last; p++ {
-		s.done[p] = struct{}{}
+	s.stopLocked(fmt.Errorf("%w: position %d could not be written or filled: %w", validators.ErrStopped, pos, cause))
+}
+
+// stopLocked stops the sequencer with err unless it is stopped already, wakes every
+// waiter, and returns the error it is stopped with.
+func (s *sequencer) stopLocked(err error) error {
+	if s.err != nil {
+		return s.err
 	}
-	pub := s.published.Load()
-	old := pub
-	for {
-		if _, ok := s.done[pub+1]; !ok {
-			break
-		}
-		delete(s.done, pub+1)
-		pub++
-		if ch, ok := s.waiters[pub]; ok {
-			close(ch)
-			delete(s.waiters, pub)
-		}
+	s.err = err
+	for q, ch := range s.waiters {
+		close(ch)
+		delete(s.waiters, q)
 	}
-	if pub != old {
-		s.published.Store(pub)
-		close(s.changed)
-		s.changed = make(chan struct{})
-	}
+	close(s.changed)
+	s.changed = make(chan struct{})
+	s.quiet.Broadcast()
+	return err
 }
 
 // Wait blocks until position p is published, or returns the stop error. It does not
-// take a context: the position's commit is already written, and the positions below
-// it are being written by goroutines that will finish or stop the sequencer.
+// take a context: it is called for positions already assigned, whose writer will
+// publish them or stop the sequencer.
 func (s *sequencer) Wait(p uint64) error {
 	if s.published.Load() >= p {
 		return nil
@@ -153,135 +194,43 @@ func (s *sequencer) Changed() <-chan struct{} {
 	return s.changed
 }
 
-// Err returns the error that stopped the sequencer, or nil.
+// Err returns the error, matching validators.ErrStopped, that stopped the sequencer,
+// or nil (validators.Positions).
 func (s *sequencer) Err() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.err
 }
 
-// stop records that position p can never be written, wakes every waiter and fails
-// every later commit with an error matching validators.ErrStopped.
-func (s *sequencer) stop(p uint64, cause error) {
+// Quiesce runs fn while no position is being assigned or written: it waits until the
+// open assignment, if any, is published, and holds new assignments back (after
+// validation, their commits holding their locks) until fn returns. fn receives the
+// published position, which is then every assigned one, so it sees the log dense
+// through it. It fails with the stop error once the sequencer stopped. It is how a
+// checkpoint gets a dense log.
+func (s *sequencer) Quiesce(fn func(published uint64) error) error {
 	s.mu.Lock()
-	defer s.mu.Unlock()
+	for s.quiescing && s.err == nil {
+		s.quiet.Wait() // another Quiesce
+	}
 	if s.err != nil {
-		return
-	}
-	s.err = fmt.Errorf("%w: position %d could not be written or filled: %w", validators.ErrStopped, p, cause)
-	for q, ch := range s.waiters {
-		close(ch)
-		delete(s.waiters, q)
-	}
-	close(s.changed)
-	s.changed = make(chan struct{})
-}
-
-// Acquire registers an open transaction and returns its read position: the published
-// position at this moment. Pair it with Release. It fails with ErrReplaying while
-// Exclusive runs.
-func (s *sequencer) Acquire() (uint64, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.exclusive {
-		return 0, ErrReplaying
-	}
-	p := s.published.Load()
-	s.readers[p]++
-	return p, nil
-}
-
-// Release ends a transaction registered with Acquire at read position p.
-func (s *sequencer) Release(p uint64) {
-	s.mu.Lock()
-	if n := s.readers[p]; n <= 1 {
-		delete(s.readers, p)
-	} else {
-		s.readers[p] = n - 1
-	}
-	s.mu.Unlock()
-}
-
-// Oldest returns the lowest read position of any open transaction, or the published
-// position when none is open. No open or future transaction can have a read position
-// below it.
-func (s *sequencer) Oldest() uint64 {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	oldest := s.published.Load()
-	for p := range s.readers {
-		oldest = min(oldest, p)
-	}
-	return oldest
-}
-
-// OpenTransactions returns the number of transactions registered with Acquire.
-func (s *sequencer) OpenTransactions() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	n := 0
-	for _, c := range s.readers {
-		n += c
-	}
-	return n
-}
-
-// Exclusive runs fn with the database to itself: it fails with ErrNotExclusive if any
-// transaction is registered (an open transaction, an in-flight commit) or another
-// Exclusive runs, and while fn runs every Acquire fails with ErrReplaying, so no
-// position can be assigned except by Replay.
-func (s *sequencer) Exclusive(fn func() error) error {
-	s.mu.Lock()
-	if s.exclusive || len(s.readers) > 0 {
 		s.mu.Unlock()
-		return ErrNotExclusive
+		return s.err
 	}
-	s.exclusive = true
-	s.mu.Unlock()
+	s.quiescing = true
 	defer func() {
 		s.mu.Lock()
-		s.exclusive = false
+		s.quiescing = false
+		s.quiet.Broadcast()
 		s.mu.Unlock()
 	}()
-	return fn()
-}
-
-// Quiesce runs fn while no position is being assigned or written: every position
-// assigned so far is in RocksDB (written or filled), so fn sees a dense log prefix
-// 1..assigned, which it receives. New commits wait (after validation, holding their
-// locks) until fn returns. It is how a checkpoint gets a dense log.
-func (s *sequencer) Quiesce(fn func(assigned uint64) error) error {
-	s.pause.Lock()
-	defer s.pause.Unlock()
-	return fn(s.assigned.Load())
-}
-
-// Replay assigns position pos (which must be the next one) to a write that bypasses
-// validation, runs write, and publishes pos. It is for restoring a database from a
-// log and runs only inside Exclusive. If write fails the sequencer stops, since pos
-// can no longer be filled safely.
-func (s *sequencer) Replay(pos uint64, write func() error) error {
-	s.mu.Lock()
-	exclusive := s.exclusive
+	for s.assigned != s.published.Load() && s.err == nil {
+		s.quiet.Wait()
+	}
+	err, pub := s.err, s.published.Load()
 	s.mu.Unlock()
-	if !exclusive {
-		return ErrNotExclusive
-	}
-	s.pause.RLock() // a Quiesce (checkpoint) sees pos written or not assigned
-	defer s.pause.RUnlock()
-	if err := s.Err(); err != nil {
+	if err != nil {
 		return err
 	}
-	if !s.assigned.CompareAndSwap(pos-1, pos) || s.Published() != pos-1 {
-		if s.Assigned() >= pos {
-			s.assigned.CompareAndSwap(pos, pos-1)
-		}
-		return fmt.Errorf("%w: position %d is not next (assigned %d, published %d)", ErrNotExclusive, pos, s.Assigned(), s.Published())
-	}
-	if err := write(); err != nil {
-		s.stop(pos, err)
-		return err
-	}
-	s.markDone(pos, pos)
-	return nil
+	return fn(pub)
 }

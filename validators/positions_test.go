@@ -8,21 +8,42 @@ import (
 
 // fakePositions is the tests' Positions: the contract in its simplest form, which
 // also checks that a validator keeps its side of it. It records every Assign,
-// Publish and Stop, and reports (t.Errorf) an Assign while another assignment is open
-// and a Publish of anything but the open assignment: the in-order completion the
-// pipeline's sequencer relies on.
+// Publish and Stop in its trace, and reports (t.Errorf) an Assign while another
+// assignment is open and a Publish of anything but the open assignment: the in-order
+// completion the pipeline's sequencer relies on.
 type fakePositions struct {
-	t *testing.T
+	t     *testing.T
+	trace *trace // "assign 1+3", "publish 1..3", "stop 2"
 
 	mu                  sync.Mutex
 	assigned, published uint64
 	err                 error
 	readers             map[uint64]int
-	calls               []string // "assign 1+3", "publish 1..3", "stop 2"
 }
 
 func newFakePositions(t *testing.T) *fakePositions {
-	return &fakePositions{t: t, readers: make(map[uint64]int)}
+	return &fakePositions{t: t, trace: &trace{}, readers: make(map[uint64]int)}
+}
+
+// trace is an ordered record of calls, safe for concurrent use.
+type trace struct {
+	mu     sync.Mutex
+	events []string
+}
+
+func (tr *trace) add(format string, args ...any) {
+	tr.mu.Lock()
+	tr.events = append(tr.events, fmt.Sprintf(format, args...))
+	tr.mu.Unlock()
+}
+
+// take returns the events recorded since the last take.
+func (tr *trace) take() []string {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	ev := tr.events
+	tr.events = nil
+	return ev
 }
 
 func (p *fakePositions) Published() uint64 {
@@ -61,14 +82,14 @@ func (p *fakePositions) Assign(n int) (uint64, error) {
 	}
 	first := p.assigned + 1
 	p.assigned += uint64(n)
-	p.calls = append(p.calls, fmt.Sprintf("assign %d+%d", first, n))
+	p.trace.add("assign %d+%d", first, n)
 	return first, nil
 }
 
 func (p *fakePositions) Publish(first, last uint64) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.calls = append(p.calls, fmt.Sprintf("publish %d..%d", first, last))
+	p.trace.add("publish %d..%d", first, last)
 	if p.err != nil {
 		return p.err
 	}
@@ -82,7 +103,7 @@ func (p *fakePositions) Publish(first, last uint64) error {
 func (p *fakePositions) Stop(pos uint64, cause error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.calls = append(p.calls, fmt.Sprintf("stop %d", pos))
+	p.trace.add("stop %d", pos)
 	if p.err == nil {
 		p.err = fmt.Errorf("%w: position %d: %w", ErrStopped, pos, cause)
 	}
@@ -109,11 +130,4 @@ func (p *fakePositions) lastAssigned() uint64 {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.assigned
-}
-
-// log returns the Assign, Publish and Stop calls so far, in order.
-func (p *fakePositions) log() []string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return append([]string(nil), p.calls...)
 }

@@ -263,7 +263,7 @@ func (t *Txn) record() *validators.Commit {
 	}
 }
 
-// encodeEntry is the transaction's validators.Env.Entry: it adds the stream index records, which
+// encodeEntry is the transaction's Env.Entry: it adds the stream index records, which
 // need the position, to b and encodes the log entry with every write.
 func (t *Txn) encodeEntry(b *storage.Batch, dst []byte, pos uint64, unixNano int64) ([]byte, error) {
 	enc := logentry.NewEncoder(dst, pos, unixNano, false, len(t.events), len(t.ops)+t.positionedWrites())

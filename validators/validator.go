@@ -101,8 +101,12 @@ type Check func(ctx context.Context, c *Commit, v View) error
 
 // Options configure a validator's policy; what it calls back into is its Env.
 type Options struct {
-	Buckets int // parallel only; 0 means DefaultBuckets
-	Checks  []Check
+	// Buckets is the size of the parallel policy's lock pool, MinBuckets..MaxBuckets;
+	// 0 means DefaultBuckets. The serial policy ignores it.
+	Buckets int
+	// Checks run in order inside the validation of every commit that is not System,
+	// after its conflict check and before its write; the first error rejects it.
+	Checks []Check
 }
 
 // New returns the validator for policy ("parallel" or "serial"), calling back into

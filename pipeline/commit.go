@@ -23,7 +23,7 @@ package pipeline
 // Invariants:
 //   - Position order = write order = publication order: positions are assigned by the
 //     writer queue's leader, one group at a time, in the order the group is written,
-//     and published in order by the Sequencer.
+//     and published in order by the sequencer (sequencer.go).
 //   - A commit is visible (its position published) only once every lower position is
 //     written: a reader never sees position p without p-1.
 //   - A commit is all or nothing: its data writes and its log entry are one batch. A
@@ -264,11 +264,11 @@ func (t *Txn) record() *validators.Commit {
 		Ops:       t.ops,
 		Batch:     t.batch,
 		HasRecord: len(t.events) > 0 || len(t.positioned) > 0,
-		Entry:     t.encodeEntry,
+		Owner:     &commitOwner{entry: t.encodeEntry},
 	}
 }
 
-// encodeEntry is the validator's EntryFunc: it encodes the log entry with every event
+// encodeEntry is the transaction's Env.Entry: it encodes the log entry with every event
 // and write, and adds the PutAtCommit writes, which need the position, to b.
 func (t *Txn) encodeEntry(b *storage.Batch, dst []byte, pos uint64, unixNano int64) ([]byte, error) {
 	enc := logentry.NewEncoder(dst, pos, unixNano, false, len(t.events), len(t.ops)+len(t.positioned))
@@ -299,8 +299,8 @@ func (db *DB) validate(ctx context.Context, c *validators.Commit) (uint64, error
 
 // stageTrace times a commit's validate and write stages (metrics, and spans under a
 // recording commit span). The validator reports the stage boundaries through
-// Commit.Observe, on the goroutine that runs the commit's group; finish runs after
-// the validator returned, so the fields need no lock.
+// validators.Env.Observe, on the goroutine that writes the commit's group; finish runs
+// after the validator returned, so the fields need no lock.
 type stageTrace struct {
 	db             *DB
 	ctx            context.Context
@@ -309,10 +309,13 @@ type stageTrace struct {
 	start, checked time.Time
 }
 
-// newStageTrace opens the validate span and hooks the trace into c.Observe.
+// newStageTrace opens the validate span and hangs the trace on c's owner, where
+// validators.Env.Observe finds it.
 func (db *DB) newStageTrace(ctx context.Context, c *validators.Commit) *stageTrace {
 	st := &stageTrace{db: db, ctx: ctx, c: c, vs: db.stageSpan(ctx, tracing.SpanValidate), start: time.Now()}
-	c.Observe = st.observe
+	if o, ok := c.Owner.(*commitOwner); ok {
+		o.trace = st
+	}
 	return st
 }
 

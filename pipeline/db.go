@@ -53,7 +53,7 @@ type DB struct {
 	sys   *storage.Family // see systemFamily
 	// truncated is the first log position kept after TruncateLog (0: nothing cut).
 	truncated atomic.Uint64
-	seq       *validators.Sequencer
+	seq       *sequencer
 	val       validators.Validator
 	lanes     *lanes.Lanes[*task]
 	fp        validators.Fingerprinter
@@ -126,15 +126,10 @@ func open(dir string, cfg Config, createFamilies bool) (*DB, error) {
 		st.Close()
 		return nil, err
 	}
-	db.seq = validators.NewSequencer(last)
-	db.val, err = validators.New(cfg.Validation, validators.Options{
-		Store:     st,
-		Log:       db.log,
-		Sequencer: db.seq,
-		Buckets:   cfg.Buckets,
-		Checks:    db.validatorChecks(),
-		LogKey:    logentry.AppendKey,
-		Filler:    appendFiller,
+	db.seq = newSequencer(last)
+	db.val, err = validators.New(cfg.Validation, db.validatorEnv(), validators.Options{
+		Buckets: cfg.Buckets,
+		Checks:  db.validatorChecks(),
 	})
 	if err != nil {
 		st.Close()

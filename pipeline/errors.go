@@ -25,10 +25,10 @@ var (
 	ErrNotFound = storage.ErrNotFound
 	// ErrReplaying is returned by Begin (through the transaction's calls),
 	// CreateColumnFamily and DropColumnFamily while a Replay holds the database alone.
-	ErrReplaying = validators.ErrReplaying
+	ErrReplaying = errors.New("rockline: a replay holds the database alone")
 	// ErrNotExclusive is returned by Replay while transactions are open or commits are
 	// in flight.
-	ErrNotExclusive = validators.ErrNotExclusive
+	ErrNotExclusive = errors.New("rockline: replay needs the database alone (no open transactions or in-flight commits)")
 	// ErrDropPending is matched by the *storage.DropPendingError Close returns for a
 	// family drop that a commit's claim kept from running before Close; the next Open
 	// completes it.

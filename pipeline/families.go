@@ -199,7 +199,7 @@ func (db *DB) recordFamily(readPos uint64, qualified string, drop bool) error {
 		Batch:     storage.NewBatch(),
 		HasRecord: true,
 		System:    true,
-		Entry: func(b *storage.Batch, dst []byte, pos uint64, unixNano int64) ([]byte, error) {
+		Owner: &commitOwner{entry: func(b *storage.Batch, dst []byte, pos uint64, unixNano int64) ([]byte, error) {
 			w := logentry.Write{Family: sys.QualifiedName(), Key: marker, Delete: drop}
 			var err error
 			if drop {
@@ -214,7 +214,7 @@ func (db *DB) recordFamily(readPos uint64, qualified string, drop bool) error {
 			e := logentry.Entry{Position: pos, Time: unixNano, Writes: []logentry.Write{w},
 				Families: []logentry.FamilyOp{{Family: qualified, Drop: drop}}}
 			return logentry.Append(dst, &e), nil
-		},
+		}},
 	}
 	pos, err := db.validate(context.Background(), c)
 	if err != nil {

@@ -28,7 +28,7 @@ type buckets struct {
 	writer  leaderQueue // groups the writes of validated commits across lanes
 }
 
-func newBuckets(o Options) (*buckets, error) {
+func newBuckets(env Env, o Options) (*buckets, error) {
 	n := o.Buckets
 	if n == 0 {
 		n = DefaultBuckets
@@ -36,7 +36,7 @@ func newBuckets(o Options) (*buckets, error) {
 	if n < MinBuckets || n > MaxBuckets {
 		return nil, fmt.Errorf("validators: buckets = %d: must be between %d and %d", n, MinBuckets, MaxBuckets)
 	}
-	b := &buckets{core: newCore(o), pool: make([]sync.Mutex, n)}
+	b := &buckets{core: newCore(env, o), pool: make([]sync.Mutex, n)}
 	b.scratch.New = func() any { return &groupScratch{batch: storage.NewBatch()} }
 	b.writer = leaderQueue{scratch: groupScratch{batch: storage.NewBatch()}, process: b.writeSurvivors}
 	return b, nil
@@ -89,5 +89,5 @@ func (b *buckets) CommitGroup(reqs []*Request) {
 	for _, i := range idx {
 		b.pool[i].Unlock()
 	}
-	b.table.maybePrune(b.Sequencer)
+	b.table.maybePrune(b.env.Positions)
 }

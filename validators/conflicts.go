@@ -102,7 +102,7 @@ func (t *table) record(fps []uint64, pos uint64) {
 // maybePrune drops entries no open transaction can conflict with. It runs on the
 // committing goroutine, outside any bucket lock, once enough writes were recorded
 // since the last prune to pay for the sweep.
-func (t *table) maybePrune(seq *Sequencer) {
+func (t *table) maybePrune(seq Positions) {
 	size := t.size.Load()
 	if r := t.records.Load(); r < 4096 || r < size/2 {
 		return

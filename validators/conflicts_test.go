@@ -30,13 +30,17 @@ func TestTableConflicts(t *testing.T) {
 }
 
 func TestTablePruneKeepsWhatOpenTransactionsNeed(t *testing.T) {
-	s := NewSequencer(0)
-	old, _ := s.Acquire() // a transaction at read position 0 stays open
+	s := newFakePositions(t)
+	old := s.acquire() // a transaction at read position 0 stays open
 	tb := newTable(0)
 	for p := uint64(1); p <= 5000; p++ {
-		s.next(1)
+		if _, err := s.Assign(1); err != nil {
+			t.Fatal(err)
+		}
 		tb.record([]uint64{p}, p)
-		s.markDone(p, p)
+		if err := s.Publish(p, p); err != nil {
+			t.Fatal(err)
+		}
 	}
 	tb.maybePrune(s)
 	if tb.len() != 5000 {
@@ -45,8 +49,8 @@ func TestTablePruneKeepsWhatOpenTransactionsNeed(t *testing.T) {
 	if err := tb.check([]uint64{1}, old); !errors.Is(err, ErrConflict) {
 		t.Fatalf("old transaction check = %v; want ErrConflict", err)
 	}
-	s.Release(old)
-	young, _ := s.Acquire() // read position 5000
+	s.release(old)
+	young := s.acquire() // read position 5000
 	tb.records.Store(1 << 20)
 	tb.maybePrune(s)
 	if tb.len() != 0 {
@@ -58,7 +62,7 @@ func TestTablePruneKeepsWhatOpenTransactionsNeed(t *testing.T) {
 	if err := tb.check([]uint64{42}, 100); !errors.Is(err, ErrTxnTooOld) {
 		t.Fatalf("check below the floor = %v; want ErrTxnTooOld", err)
 	}
-	s.Release(young)
+	s.release(young)
 }
 
 func TestFingerprintsSeparateFamilies(t *testing.T) {

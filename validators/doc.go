@@ -1,10 +1,21 @@
 // Package validators decides, atomically with the write, whether a commit may land.
 //
 // A Validator takes a Commit (the transaction's read position, the fingerprints of the
-// keys it read and wrote, its data batch and a function that encodes its log entry),
-// checks that no key the transaction tracked was written by another commit after its
-// read position, assigns the commit the next dense log position, and writes data and
-// log entry in one RocksDB batch. Either everything lands or nothing does.
+// keys it read and wrote, its data batch), checks that no key the transaction tracked
+// was written by another commit after its read position, assigns the commit the next
+// dense log position, and writes data and log entry in one RocksDB batch. Either
+// everything lands or nothing does.
+//
+// # Environment
+//
+// Everything a validator calls back into is one Env, given to New: the batch write
+// and the reads Checks make, the log family with its key and filler encodings, the
+// encoder of each commit's log entry and the observer of its stages (both given the
+// *Commit, whose Owner leads the caller back to its own state), and the Positions it
+// assigns and publishes. Each field's contract says who calls it and on which
+// goroutine. The pipeline's Env is backed by RocksDB and its sequencer; the tests'
+// fake records every call, so the validators are tested without storage as well as
+// with it.
 //
 // # Conflict state
 //
@@ -55,9 +66,11 @@
 //
 // # Positions and failures
 //
-// Every position a validator assigns is marked done in the Sequencer exactly once.
-// When a write fails after its position was assigned, the validator writes a filler
-// entry (no events, no writes) at that position so the log stays dense, and the commit
-// fails with the write's error. When even the filler cannot be written, the Sequencer
-// is stopped: every later commit fails with ErrStopped, and the next Open fills the gap.
+// Positions are assigned only by the writer queue's leader, one group at a time, and
+// every assignment is closed (Positions.Publish or Stop) before the leader hands on:
+// positions are assigned, written and published in the same order. When a write fails
+// after its positions were assigned, the validator writes a filler entry (no events,
+// no writes) at each of them so the log stays dense, and the commits fail with the
+// write's error. When even the fillers cannot be written, the positions are stopped:
+// every later commit fails with ErrStopped, and the next Open fills the gap.
 package validators

@@ -16,4 +16,7 @@ var (
 	ErrStopped = errors.New("rockline: database stopped after a failed write")
 	// ErrInvalidPolicy is returned by New for an unknown policy name.
 	ErrInvalidPolicy = errors.New("rockline: invalid validation policy")
+	// ErrInvalidEnv is matched by the error New returns for an Env that lacks a
+	// required field; the error names it.
+	ErrInvalidEnv = errors.New("rockline: invalid validator environment")
 )

@@ -53,8 +53,8 @@ func (c *core) validateGroup(reqs []*Request, sc *groupScratch) []*Request {
 		defer sc.resetWritten()
 	}
 	var overlay *groupView
-	if len(c.Checks) > 0 {
-		overlay = &groupView{db: c.Store}
+	if len(c.checks) > 0 {
+		overlay = &groupView{read: c.env.Read}
 	}
 	survivors := make([]*Request, 0, len(reqs))
 	for _, r := range reqs {
@@ -87,8 +87,10 @@ func (c *core) validateGroup(reqs []*Request, sc *groupScratch) []*Request {
 }
 
 // writeSurvivors assigns validated requests consecutive positions and writes them
-// with their log entries as one batch, records their writes in the table and marks
-// the positions done. A failed write fills the positions and fails every request.
+// with their log entries as one batch, records their writes in the table and
+// publishes the positions. A failed write fills the positions and fails every
+// request. It runs on the writer queue's leader, so the assignment it opens is the
+// only one, and it closes it (Publish or Stop) before it returns.
 func (c *core) writeSurvivors(survivors []*Request, sc *groupScratch) {
 	if len(survivors) == 0 {
 		return
@@ -100,19 +102,24 @@ func (c *core) writeSurvivors(survivors []*Request, sc *groupScratch) {
 		return
 	}
 	for _, r := range survivors {
-		r.Commit.observe(Validated)
+		c.observe(r.Commit, Validated)
 	}
+	first, err := c.env.Positions.Assign(len(survivors))
+	if err != nil {
+		for _, r := range survivors {
+			c.observe(r.Commit, Written)
+			r.Err = err
+		}
+		return
+	}
+	last := first + uint64(len(survivors)) - 1
 	// One survivor writes its own batch; several are copied into the group's.
 	b := survivors[0].Commit.Batch
 	if len(survivors) > 1 {
 		b = sc.batch
 		b.Reset()
 	}
-	err := c.appendDense(b)
-	c.Sequencer.pause.RLock() // from assignment until the positions are written or filled
-	defer c.Sequencer.pause.RUnlock()
-	first := c.Sequencer.next(len(survivors))
-	last := first + uint64(len(survivors)) - 1
+	err = c.appendDense(b, first-1)
 	now := time.Now()
 	for i, r := range survivors {
 		if err != nil {
@@ -125,10 +132,10 @@ func (c *core) writeSurvivors(survivors []*Request, sc *groupScratch) {
 		sc.entry, err = c.appendEntry(b, r.Commit, first+uint64(i), sc.entry)
 	}
 	if err == nil {
-		err = c.Store.Write(b)
+		err = c.env.Write(b)
 	}
 	for _, r := range survivors {
-		r.Commit.observe(Written)
+		c.observe(r.Commit, Written)
 	}
 	if err != nil {
 		c.fill(first, last)
@@ -138,10 +145,17 @@ func (c *core) writeSurvivors(survivors []*Request, sc *groupScratch) {
 		return
 	}
 	for i, r := range survivors {
-		r.Pos = first + uint64(i)
-		c.table.record(r.Commit.Writes, r.Pos)
+		c.table.record(r.Commit.Writes, first+uint64(i))
 	}
-	c.Sequencer.markDone(first, last)
+	if err := c.env.Positions.Publish(first, last); err != nil {
+		for _, r := range survivors {
+			r.Err = err
+		}
+		return
+	}
+	for i, r := range survivors {
+		r.Pos = first + uint64(i)
+	}
 }
 
 // validate checks cm against the table and the writes of earlier group members.
@@ -159,10 +173,11 @@ func (c *core) validate(cm *Commit, written map[uint64]struct{}) error {
 	return nil
 }
 
-// groupView is the committed state plus the writes of earlier members of the group.
+// groupView is the committed state (read through Env.Read) plus the writes of earlier
+// members of the group.
 type groupView struct {
-	db  *storage.DB
-	ops []Op
+	read func(f *storage.Family, key []byte) ([]byte, error)
+	ops  []Op
 }
 
 func (g *groupView) add(ops []Op) { g.ops = append(g.ops, ops...) }
@@ -177,7 +192,7 @@ func (g *groupView) Get(f *storage.Family, key []byte) ([]byte, error) {
 			return bytes.Clone(op.Value), nil
 		}
 	}
-	return g.db.Get(f, key, nil)
+	return g.read(f, key)
 }
 
 // maxPooledWritten bounds the set a scratch keeps for the next group; a larger one

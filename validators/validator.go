@@ -52,11 +52,6 @@ type Op struct {
 	Delete bool
 }
 
-// EntryFunc appends the log entry for a commit at position pos, committed at unixNano,
-// to dst and returns it. It may also add writes that depend on the position to b (for
-// example a stream index); those writes must be part of the entry it encodes.
-type EntryFunc func(b *storage.Batch, dst []byte, pos uint64, unixNano int64) ([]byte, error)
-
 // Commit is what a transaction hands to a validator.
 type Commit struct {
 	// ReadPos is the published position the transaction read at.
@@ -67,38 +62,29 @@ type Commit struct {
 	// Ops are the buffered writes, in order; Batch holds the same writes encoded.
 	Ops   []Op
 	Batch *storage.Batch
-	// Entry encodes the commit's log entry; HasRecord says whether the entry carries
-	// something beyond Ops (events, a family creation or drop), so that a commit with
-	// no Ops still gets a position.
-	Entry     EntryFunc
+	// HasRecord says whether the commit's log entry (Env.Entry) carries something
+	// beyond Ops (events, a family creation or drop), so that a commit with no Ops
+	// still gets a position.
 	HasRecord bool
 	// System marks a record of rockline's own (a family creation or drop): Checks,
 	// which judge application commits, do not run on it.
 	System bool
 	// Time is set by the validator to the commit time written in the log entry.
 	Time time.Time
-	// Observe, when set, is called when validation passed (Validated, just before the
-	// write) and when the write returned (Written); the pipeline opens its stage spans
-	// from it. It runs on the goroutine that writes the commit's group, which is the
-	// group's leader and may be another commit's goroutine, so it must be quick and
-	// touch only the commit's own state.
-	Observe func(Stage)
+	// Owner is the caller's, opaque to the validator: Env.Entry and Env.Observe are
+	// given the Commit and find the caller's state for it (the pipeline's
+	// transaction, its stage trace) through Owner.
+	Owner any
 }
 
-// Stage is a point in a commit's validation step reported to Commit.Observe.
+// Stage is a point in a commit's validation step reported to Env.Observe.
 type Stage int
 
-// Stages reported to Commit.Observe.
+// Stages reported to Env.Observe.
 const (
 	Validated Stage = iota + 1
 	Written
 )
-
-func (c *Commit) observe(s Stage) {
-	if c.Observe != nil {
-		c.Observe(s)
-	}
-}
 
 func (c *Commit) empty() bool { return len(c.Ops) == 0 && !c.HasRecord }
 
@@ -113,42 +99,45 @@ type View interface {
 // rejects the commit with that error; nothing is written.
 type Check func(ctx context.Context, c *Commit, v View) error
 
-// Options configure a validator.
+// Options configure a validator's policy; what it calls back into is its Env.
 type Options struct {
-	Store     *storage.DB
-	Log       *storage.Family // the family that holds log entries
-	Sequencer *Sequencer
-	Buckets   int // parallel only; 0 means DefaultBuckets
-	Checks    []Check
-	// LogKey appends the storage key of log position pos to dst.
-	LogKey func(dst []byte, pos uint64) []byte
-	// Filler appends a filler entry for pos to dst.
-	Filler func(dst []byte, pos uint64) []byte
+	// Buckets is the size of the parallel policy's lock pool, MinBuckets..MaxBuckets;
+	// 0 means DefaultBuckets. The serial policy ignores it.
+	Buckets int
+	// Checks run in order inside the validation of every commit that is not System,
+	// after its conflict check and before its write; the first error rejects it.
+	Checks []Check
 }
 
-// New returns the validator for policy ("parallel" or "serial").
-func New(policy string, o Options) (Validator, error) {
+// New returns the validator for policy ("parallel" or "serial"), calling back into
+// env. It fails with ErrInvalidPolicy for another policy, and with an error matching
+// ErrInvalidEnv when env lacks a required field.
+func New(policy string, env Env, o Options) (Validator, error) {
+	if err := env.check(len(o.Checks) > 0); err != nil {
+		return nil, err
+	}
 	switch policy {
 	case Parallel, "":
-		return newBuckets(o)
+		return newBuckets(env, o)
 	case Serial:
-		return newWriteGroup(o), nil
+		return newWriteGroup(env, o), nil
 	}
 	return nil, fmt.Errorf("%w: %q (want %q or %q)", ErrInvalidPolicy, policy, Parallel, Serial)
 }
 
-// core is what both policies share: the store, the table, the sequencer and the checks.
+// core is what both policies share: the environment, the checks and the table.
 type core struct {
-	Options
-	table *table
+	env    Env
+	checks []Check
+	table  *table
 }
 
-func newCore(o Options) core {
-	return core{Options: o, table: newTable(o.Sequencer.Published())}
+func newCore(env Env, o Options) core {
+	return core{env: env, checks: o.Checks, table: newTable(env.Positions.Published())}
 }
 
 func (c *core) runChecks(ctx context.Context, cm *Commit, v View) error {
-	for _, check := range c.Checks {
+	for _, check := range c.checks {
 		if err := check(ctx, cm, v); err != nil {
 			return err
 		}
@@ -156,49 +145,57 @@ func (c *core) runChecks(ctx context.Context, cm *Commit, v View) error {
 	return nil
 }
 
+func (c *core) observe(cm *Commit, s Stage) {
+	if c.env.Observe != nil {
+		c.env.Observe(cm, s)
+	}
+}
+
 // appendEntry adds the log entry of cm at pos to b.
 func (c *core) appendEntry(b *storage.Batch, cm *Commit, pos uint64, scratch []byte) ([]byte, error) {
-	key := c.LogKey(nil, pos)
-	scratch, err := cm.Entry(b, scratch[:0], pos, cm.Time.UnixNano())
+	key := c.env.LogKey(nil, pos)
+	scratch, err := c.env.Entry(cm, b, scratch[:0], pos, cm.Time.UnixNano())
 	if err != nil {
 		return scratch, err
 	}
-	return scratch, b.Put(c.Log, key, scratch)
+	return scratch, b.Put(c.env.Log, key, scratch)
 }
 
 // DenseKey is the log-family key whose value (a uvarint) is a position through which
 // the log is known to be dense. Every commit batch rewrites it with the published
-// position at the moment its own position was assigned, so after a crash only the
-// positions above it need to be checked for gaps. The empty key sorts before every
-// position key.
+// position at the moment its own positions were assigned (the position before its
+// first, since positions complete in order), so after a crash only the positions
+// above it need to be checked for gaps. The empty key sorts before every position key.
 var DenseKey = []byte{}
 
-// appendDense adds the dense watermark to b.
-func (c *core) appendDense(b *storage.Batch) error {
+// appendDense adds the dense watermark, position dense, to b.
+func (c *core) appendDense(b *storage.Batch, dense uint64) error {
 	var buf [binary.MaxVarintLen64]byte
-	n := binary.PutUvarint(buf[:], c.Sequencer.Published())
-	return b.Put(c.Log, DenseKey, buf[:n])
+	n := binary.PutUvarint(buf[:], dense)
+	return b.Put(c.env.Log, DenseKey, buf[:n])
 }
 
 // fill writes filler entries for positions first..last after their commit's write
-// failed, and marks them done. If the fillers cannot be written the sequencer stops.
+// failed, and publishes them. If the fillers cannot be written the positions stop.
 func (c *core) fill(first, last uint64) {
 	b := storage.NewBatch()
 	var scratch []byte
 	for p := first; p <= last; p++ {
-		scratch = c.Filler(scratch[:0], p)
-		if err := b.Put(c.Log, c.LogKey(nil, p), scratch); err != nil {
-			c.Sequencer.stop(p, err)
+		scratch = c.env.Filler(scratch[:0], p)
+		if err := b.Put(c.env.Log, c.env.LogKey(nil, p), scratch); err != nil {
+			c.env.Positions.Stop(p, err)
 			return
 		}
 	}
-	if err := c.Store.Write(b); err != nil {
-		c.Sequencer.stop(first, err)
+	if err := c.env.Write(b); err != nil {
+		c.env.Positions.Stop(first, err)
 		return
 	}
-	c.Sequencer.markDone(first, last)
+	// An out-of-order Publish stops the positions itself; the commits fail with their
+	// write's error either way.
+	_ = c.env.Positions.Publish(first, last)
 }
 
 func (c *core) stopped() error {
-	return c.Sequencer.Err()
+	return c.env.Positions.Err()
 }

@@ -16,7 +16,7 @@ type rig struct {
 	st   *storage.DB
 	log  *storage.Family
 	data *storage.Family
-	seq  *Sequencer
+	seq  *fakePositions
 	v    Validator
 	fp   Fingerprinter
 }
@@ -28,14 +28,20 @@ func newRig(t *testing.T, policy string, checks ...Check) *rig {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	r := &rig{st: st, seq: NewSequencer(0), fp: NewFingerprinter()}
+	r := &rig{st: st, seq: newFakePositions(t), fp: NewFingerprinter()}
 	r.log, _ = st.Family("log")
 	r.data, _ = st.Family("data")
-	r.v, err = New(policy, Options{
-		Store: st, Log: r.log, Sequencer: r.seq, Buckets: 16, Checks: checks,
-		LogKey: func(dst []byte, pos uint64) []byte { return binary.BigEndian.AppendUint64(dst, pos) },
-		Filler: func(dst []byte, pos uint64) []byte { return append(dst, "filler"...) },
-	})
+	r.v, err = New(policy, Env{
+		Positions: r.seq,
+		Write:     st.Write,
+		Read:      func(f *storage.Family, key []byte) ([]byte, error) { return st.Get(f, key, nil) },
+		Log:       r.log,
+		LogKey:    func(dst []byte, pos uint64) []byte { return binary.BigEndian.AppendUint64(dst, pos) },
+		Filler:    func(dst []byte, pos uint64) []byte { return append(dst, "filler"...) },
+		Entry: func(_ *Commit, _ *storage.Batch, dst []byte, pos uint64, _ int64) ([]byte, error) {
+			return fmt.Appendf(dst, "entry %d", pos), nil
+		},
+	}, Options{Buckets: 16, Checks: checks})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,9 +51,7 @@ func newRig(t *testing.T, policy string, checks ...Check) *rig {
 // commit builds a Commit that read reads and writes key=value for each of writes.
 func (r *rig) commit(t *testing.T, f *storage.Family, readPos uint64, reads []string, writes map[string]string) *Commit {
 	t.Helper()
-	c := &Commit{ReadPos: readPos, Batch: storage.NewBatch(), Entry: func(_ *storage.Batch, dst []byte, pos uint64, _ int64) ([]byte, error) {
-		return fmt.Appendf(dst, "entry %d", pos), nil
-	}}
+	c := &Commit{ReadPos: readPos, Batch: storage.NewBatch()}
 	for _, k := range reads {
 		c.Reads = append(c.Reads, r.fp.Of(f.ID(), []byte(k)))
 	}
@@ -81,7 +85,6 @@ func TestConflictAndPositions(t *testing.T) {
 			if err != nil || pos != 1 {
 				t.Fatalf("first commit = %d, %v; want 1, nil", pos, err)
 			}
-			r.seq.Wait(pos)
 			if _, err := r.v.Commit(ctx, r.commit(t, r.data, 0, []string{"a"}, map[string]string{"b": "2"})); !errors.Is(err, ErrConflict) {
 				t.Fatalf("read of a key written after the read position: %v; want ErrConflict", err)
 			}
@@ -168,8 +171,8 @@ func TestChecksReject(t *testing.T) {
 			if _, err := r.v.Commit(context.Background(), r.commit(t, r.data, 0, nil, map[string]string{"k": "too much"})); !errors.Is(err, errLimit) {
 				t.Fatalf("commit = %v; want the check's error", err)
 			}
-			if r.seq.Assigned() != 0 {
-				t.Fatalf("a rejected commit was assigned position %d", r.seq.Assigned())
+			if got := r.seq.lastAssigned(); got != 0 {
+				t.Fatalf("a rejected commit was assigned position %d", got)
 			}
 		})
 	}
@@ -190,7 +193,7 @@ func TestConcurrentIncrementsLoseNothing(t *testing.T) {
 					defer wg.Done()
 					for i := 0; i < 100; i++ {
 						for {
-							readPos, _ := r.seq.Acquire()
+							readPos := r.seq.acquire()
 							v, err := r.st.Get(r.data, []byte("counter"), nil)
 							n := 0
 							if err == nil {
@@ -201,11 +204,8 @@ func TestConcurrentIncrementsLoseNothing(t *testing.T) {
 							c.Batch.Put(r.data, []byte("counter"), next)
 							c.Ops = append(c.Ops, Op{Family: r.data, Key: []byte("counter"), Value: next})
 							c.Writes = append(c.Writes, r.fp.Of(r.data.ID(), []byte("counter")))
-							pos, err := r.v.Commit(context.Background(), c)
-							if err == nil {
-								r.seq.Wait(pos)
-							}
-							r.seq.Release(readPos)
+							_, err = r.v.Commit(context.Background(), c)
+							r.seq.release(readPos)
 							if errors.Is(err, ErrConflict) {
 								continue
 							}

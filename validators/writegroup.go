@@ -19,8 +19,8 @@ type writeGroup struct {
 	q leaderQueue
 }
 
-func newWriteGroup(o Options) *writeGroup {
-	w := &writeGroup{core: newCore(o)}
+func newWriteGroup(env Env, o Options) *writeGroup {
+	w := &writeGroup{core: newCore(env, o)}
 	w.q = leaderQueue{scratch: groupScratch{batch: storage.NewBatch()}, process: w.runGroup}
 	return w
 }
@@ -50,5 +50,5 @@ func (w *writeGroup) CommitGroup(reqs []*Request) {
 		queued = append(queued, r)
 	}
 	w.q.do(queued)
-	w.table.maybePrune(w.Sequencer)
+	w.table.maybePrune(w.env.Positions)
 }

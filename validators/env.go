@@ -1,0 +1,116 @@
+package validators
+
+import (
+	"fmt"
+
+	"github.com/rockline/rockline/storage"
+)
+
+// Env is everything a validator calls back into, given once to New: storage writes
+// and reads, the log's key and filler encodings, each commit's log entry and stage
+// reports, and the source of log positions. The pipeline builds one per database; a
+// test builds a fake, so what a validator decides, assigns, writes and fills can be
+// checked without RocksDB (as Pebble tests its commit pipeline against a commitEnv).
+//
+// Where the fields run: a validator is called concurrently by the lanes and by
+// inline committers. Fields marked "writer" are called only by the goroutine that
+// leads the writer queue at that moment (leader.go): one goroutine at a time, not
+// always the same one, often another commit's. It holds the group's bucket locks
+// (parallel) or the queue's leadership (serial) meanwhile, so a writer call must be
+// quick, must not wait for another commit and must not call into the validator. The
+// fields named required must be set; New refuses an Env without them.
+type Env struct {
+	// Positions hands out the log's dense positions and publishes them (see
+	// Positions). Required.
+	Positions Positions
+	// Write applies b to storage atomically: every write in it lands or none does.
+	// Writer: one call per group of validated commits, and one per batch of fillers
+	// after a failed write. An error fails the group's commits with that error, once
+	// their positions are filled. Required.
+	Write func(b *storage.Batch) error
+	// Read returns the committed value of key in f, or an error matching
+	// storage.ErrNotFound. Checks read through it (their View adds the writes of
+	// earlier members of the group). It runs where Checks run: on the validating
+	// goroutine, concurrently for different commits under the parallel policy, so it
+	// must be safe for concurrent use. Required when Options.Checks is not empty.
+	Read func(f *storage.Family, key []byte) ([]byte, error)
+	// Log is the family that holds log entries and DenseKey. Required.
+	Log *storage.Family
+	// LogKey appends the Log key of position pos to dst and returns it. Writer;
+	// it must not fail. Required.
+	LogKey func(dst []byte, pos uint64) []byte
+	// Filler appends the log entry of a filler (no events, no writes) at pos to dst
+	// and returns it. Writer; it must not fail. Required.
+	Filler func(dst []byte, pos uint64) []byte
+	// Entry appends the log entry of c at position pos, committed at unixNano, to dst
+	// and returns it. It may add to b writes that need the position (Txn.PutAtCommit);
+	// the entry it encodes must list them. Writer: once for each commit that passed
+	// validation, after its position was assigned, in position order; c.Owner leads
+	// back to the caller's state. An error fails the whole group's write, which is
+	// then filled. Required.
+	Entry func(c *Commit, b *storage.Batch, dst []byte, pos uint64, unixNano int64) ([]byte, error)
+	// Observe, when set, is told of each commit that passed validation: Validated
+	// just before its group is assigned positions and written, then Written once the
+	// write returned or was given up (whatever the outcome), once each, in that order.
+	// Writer; it must touch only c's own state (reached through c.Owner). The pipeline
+	// opens its validate and write stage spans from it.
+	Observe func(c *Commit, s Stage)
+}
+
+// Positions is the source of log positions as a validator sees it: the pipeline's
+// sequencer, which publishes positions to readers (Pebble's visible sequence number,
+// Badger's oracle). A validator assigns positions to one group at a time, from the
+// writer queue's leader, and closes every assignment (Publish or Stop) before the
+// next one, so positions complete in the order they were assigned.
+type Positions interface {
+	// Published returns the highest position p such that every position up to p is
+	// written and visible. Any goroutine.
+	Published() uint64
+	// Oldest returns the lowest read position of any open transaction, or Published
+	// when none is open: no open or future transaction reads below it. Any goroutine;
+	// the conflict table is pruned up to it.
+	Oldest() uint64
+	// Err returns the error, matching ErrStopped, that stopped the positions, or nil.
+	// Any goroutine.
+	Err() error
+	// Assign opens an assignment of the n (>= 1) positions after the last assigned
+	// and returns the first. Writer, and only while no assignment is open: the
+	// caller closes it with exactly one Publish or Stop before it assigns again. It
+	// may wait (a checkpoint holds new assignments back), and it fails with the stop
+	// error once the positions are stopped.
+	Assign(n int) (first uint64, err error)
+	// Publish closes the open assignment first..last once all of it is in storage
+	// (data and entry, or fillers): the positions become visible and their waiters
+	// wake. Writer. It fails, with an error matching ErrStopped, once the positions
+	// are stopped, and stops them itself when first..last is not the open assignment.
+	Publish(first, last uint64) error
+	// Stop closes the open assignment when position pos (one of it) can be neither
+	// written nor filled: waiters wake, and Err and every later Assign return an
+	// error matching ErrStopped that wraps cause. Writer.
+	Stop(pos uint64, cause error)
+}
+
+// check reports the first required field e lacks, with an error matching
+// ErrInvalidEnv.
+func (e *Env) check(checks bool) error {
+	missing := ""
+	switch {
+	case e.Positions == nil:
+		missing = "Positions"
+	case e.Write == nil:
+		missing = "Write"
+	case e.Log == nil:
+		missing = "Log"
+	case e.LogKey == nil:
+		missing = "LogKey"
+	case e.Filler == nil:
+		missing = "Filler"
+	case e.Entry == nil:
+		missing = "Entry"
+	case checks && e.Read == nil:
+		missing = "Read (Options.Checks are set)"
+	default:
+		return nil
+	}
+	return fmt.Errorf("%w: Env.%s is not set", ErrInvalidEnv, missing)
+}

@@ -17,6 +17,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/rockline/rockline/eventstore"
+	"github.com/rockline/rockline/internal/testhooks"
 	"github.com/rockline/rockline/pipeline"
 )
 
@@ -521,4 +522,39 @@ func mustFamily(t testing.TB, db *pipeline.DB, name string) *pipeline.ColumnFami
 		t.Fatal(err)
 	}
 	return cf
+}
+
+// TestCheckpointDuringReplay: a Checkpoint while a Replay holds the database fails with
+// ErrReplaying instead of copying a family the Replay created ahead of its entry (the
+// copy's next Open would record that creation again, and its log would part from the
+// source's); once the Replay is done the Checkpoint succeeds.
+func TestCheckpointDuringReplay(t *testing.T) {
+	src, _ := openDB(t, pipeline.Config{})
+	f := dropCreate(t, src, "f")
+	put(t, src, f, "k", "v")
+	entries := wholeLog(t, src)
+
+	inReplay, resume := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	hooks := &testhooks.Hooks{BeforeReplayEntry: func(pos uint64) {
+		if pos == 2 { // after the entry creating f, before the write to it
+			once.Do(func() { close(inReplay) })
+			<-resume
+		}
+	}}
+	dst, _ := openDB(t, testhooks.With(pipeline.Config{}, hooks))
+	replayed := make(chan error, 1)
+	go func() { replayed <- dst.Replay(context.Background(), entries) }()
+	recv(t, inReplay, "the replay to reach position 2")
+	_, err := dst.Checkpoint(filepath.Join(t.TempDir(), "during"))
+	close(resume)
+	if !errors.Is(err, pipeline.ErrReplaying) {
+		t.Errorf("Checkpoint during a Replay = %v, want ErrReplaying", err)
+	}
+	if err := recv(t, replayed, "the replay"); err != nil {
+		t.Fatal(err)
+	}
+	if covered, err := dst.Checkpoint(filepath.Join(t.TempDir(), "after")); err != nil || covered != src.LastPosition() {
+		t.Errorf("Checkpoint after the Replay = %d, %v; want %d", covered, err, src.LastPosition())
+	}
 }

@@ -18,8 +18,8 @@ import (
 // skipped, as the source's live state never shows it. Replay bypasses conflict
 // validation, so it takes the database alone before it changes anything: it fails
 // with an error matching ErrNotExclusive while transactions are open or commits are in
-// flight, and while it runs Begin, CreateColumnFamily and DropColumnFamily fail with
-// ErrReplaying. It is how a checkpoint is brought up to date and how Rebuild
+// flight, and while it runs Begin, CreateColumnFamily, DropColumnFamily and Checkpoint
+// fail with ErrReplaying. It is how a checkpoint is brought up to date and how Rebuild
 // recreates a database from a log.
 func (db *DB) Replay(ctx context.Context, entries []LogEntry) error {
 	if err := db.enter(); err != nil {
@@ -34,6 +34,9 @@ func (db *DB) Replay(ctx context.Context, entries []LogEntry) error {
 			// Checked here, not only by the sequencer: position 0 would wrap its counter.
 			if next := db.seq.Published() + 1; e.Position != next {
 				return &ArgumentError{Op: "Replay", Arg: "entries", Reason: fmt.Sprintf("position %d is not next (LastPosition()+1 = %d)", e.Position, next)}
+			}
+			if h := db.cfg.hooks; h != nil && h.BeforeReplayEntry != nil {
+				h.BeforeReplayEntry(e.Position)
 			}
 			if err := db.replayEntry(e); err != nil {
 				return fmt.Errorf("rockline: replay position %d: %w", e.Position, err)

@@ -60,7 +60,8 @@ func (db *DB) putMetaUint(key []byte, x uint64) error {
 // and returns the log position it covers: the copy's log is exactly 1..covered, dense,
 // because commits pause (after validation) while the copy is taken. The
 // log may then be truncated up to that position with TruncateLog; a database opened
-// from the copy and given the rest of the log with Replay equals this one.
+// from the copy and given the rest of the log with Replay equals this one. While a
+// Replay holds the database it fails with ErrReplaying.
 func (db *DB) Checkpoint(dir string) (uint64, error) {
 	if db.closing.Load() {
 		return 0, ErrClosed
@@ -68,8 +69,16 @@ func (db *DB) Checkpoint(dir string) (uint64, error) {
 	// No family is half created or dropped (changed but not yet in the log) in the copy.
 	db.familyMu.Lock()
 	defer db.familyMu.Unlock()
+	// Nor a family a Replay has created ahead of its entry: a Replay holds the database
+	// alone, so the read position is refused while one runs (and a Replay started
+	// meanwhile fails with ErrNotExclusive).
+	readPos, err := db.seq.Acquire()
+	if err != nil {
+		return 0, err
+	}
+	defer db.seq.Release(readPos)
 	var covered uint64
-	err := db.seq.Quiesce(func(assigned uint64) error {
+	err = db.seq.Quiesce(func(assigned uint64) error {
 		covered = assigned
 		return db.store.Checkpoint(dir)
 	})

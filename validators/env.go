@@ -43,7 +43,7 @@ type Env struct {
 	// and returns it. Writer; it must not fail. Required.
 	Filler func(dst []byte, pos uint64) []byte
 	// Entry appends the log entry of c at position pos, committed at unixNano, to dst
-	// and returns it. It may add to b writes that need the position (Txn.PutAtCommit);
+	// and returns it. It may add to b writes that need the position (the caller's positioned writes);
 	// the entry it encodes must list them. Writer: once for each commit that passed
 	// validation, after its position was assigned, in position order; c.Owner leads
 	// back to the caller's state. An error fails the whole group's write, which is

@@ -16,6 +16,9 @@ type Hooks struct {
 	// index), before Commit waits for the outcome. Setting it makes every Commit
 	// queue on its lane, even an idle one, so the hook sees each commit queued.
 	AfterSubmit func(lane int)
+	// BeforeReplayEntry runs inside Replay, holding the database alone, before each
+	// entry is applied (with the entry's position).
+	BeforeReplayEntry func(pos uint64)
 	// StorageFaults injects failures into the storage layer (see storagefaults).
 	StorageFaults *storagefaults.Faults
 }

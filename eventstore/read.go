@@ -2,7 +2,7 @@ package eventstore
 
 import (
 	"context"
-	"errors"
+	"encoding/binary"
 	"fmt"
 	"time"
 
@@ -90,43 +90,38 @@ func (s *Store) readStream(ctx context.Context, op, stream string, from uint64, 
 }
 
 // refs reads the records of up to limit revisions of stream from from on (or down),
-// in tx's snapshot. Revisions are dense, 0 to the head, so they are read by key.
+// in tx's snapshot, with one iterator over the stream's record range.
 func (s *Store) refs(tx *pipeline.Txn, stream string, from uint64, limit int, backward bool) ([]ref, error) {
-	v, err := tx.GetUntracked(s.cf, headKey(stream))
-	if errors.Is(err, pipeline.ErrNotFound) {
-		return nil, nil
+	lower, upper := eventKey(stream, 0), eventKey(stream, 0)
+	upper[len(upper)-9] = 1 // the stream's records end where the separator byte 0 does
+	upper = upper[:len(upper)-8]
+	if backward {
+		if from < ^uint64(0) {
+			upper = eventKey(stream, from+1)
+		}
+	} else {
+		lower = eventKey(stream, from)
 	}
+	it, err := tx.NewIterator(s.cf, pipeline.IterOptions{Lower: lower, Upper: upper})
 	if err != nil {
 		return nil, err
 	}
-	head, err := parseHead(stream, v)
-	if err != nil {
-		return nil, err
+	defer it.Close()
+	step := it.Next
+	if backward {
+		it.Last()
+		step = it.Prev
+	} else {
+		it.First()
 	}
 	var refs []ref
-	rev, step := from, uint64(1)
-	if backward {
-		rev, step = min(from, head), ^uint64(0) // step -1
-	} else if from > head {
-		return nil, nil
-	}
-	for len(refs) < limit {
-		v, err := tx.GetUntracked(s.cf, eventKey(stream, rev))
-		if err != nil {
-			if errors.Is(err, pipeline.ErrNotFound) {
-				err = fmt.Errorf("%w: stream %q has head %d but no record of revision %d", pipeline.ErrCorrupt, stream, head, rev)
-			}
-			return nil, err
-		}
-		pos, idx, _, err := parseEventValue(v)
+	for ; it.Valid() && len(refs) < limit; step() {
+		k := it.Key()
+		pos, idx, _, err := parseEventValue(it.Value())
 		if err != nil {
 			return nil, err
 		}
-		refs = append(refs, ref{rev, pos, idx})
-		if (backward && rev == 0) || (!backward && rev == head) {
-			break
-		}
-		rev += step
+		refs = append(refs, ref{binary.BigEndian.Uint64(k[len(k)-8:]), pos, idx})
 	}
-	return refs, nil
+	return refs, it.Err()
 }

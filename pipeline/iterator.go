@@ -13,10 +13,13 @@ type IterOptions struct {
 	Lower, Upper []byte
 }
 
-// Iterator walks one family in ascending key order as the transaction sees it: the
+// Iterator walks one family in key order as the transaction sees it: the
 // transaction's snapshot merged with its own buffered writes (a buffered delete hides
-// the key). Every key it yields is tracked for conflicts, like Get. Writes buffered
-// after the iterator was opened are not seen by it. Close it when done.
+// the key). First, Seek and Next walk ascending; Last and Prev descending, and either
+// step may follow any positioning (a change of direction repositions both sources
+// around the current key). Every key it yields is tracked for conflicts, like Get.
+// Writes buffered after the iterator was opened are not seen by it. Close it when
+// done.
 type Iterator struct {
 	txn   *Txn
 	f     *storage.Family
@@ -26,7 +29,12 @@ type Iterator struct {
 	key   []byte
 	value []byte
 	valid bool
-	err   error
+	back  bool // walking descending (Last, Prev)
+	// atBase, atOwn: the current key is base's current key, or own[oi]'s (an own write
+	// that shadows a snapshot key has already stepped base past it), so a step in the
+	// same direction moves that source without comparing keys again.
+	atBase, atOwn bool
+	err           error
 }
 
 type ownEntry struct {
@@ -68,6 +76,7 @@ func (t *Txn) NewIterator(cf *ColumnFamily, o IterOptions) (*Iterator, error) {
 
 // First moves to the first key.
 func (it *Iterator) First() {
+	it.back = false
 	it.base.First()
 	it.oi = 0
 	it.settle()
@@ -75,32 +84,94 @@ func (it *Iterator) First() {
 
 // Seek moves to the first key at or after key.
 func (it *Iterator) Seek(key []byte) {
+	it.back = false
 	it.base.Seek(key)
-	it.oi, _ = slices.BinarySearchFunc(it.own, key, func(e ownEntry, k []byte) int { return bytes.Compare(e.key, k) })
+	it.oi = it.ownAtOrAfter(key)
 	it.settle()
 }
 
-// Next moves to the next key.
+// Last moves to the last key.
+func (it *Iterator) Last() {
+	it.back = true
+	it.base.Last()
+	it.oi = len(it.own) - 1
+	it.settleBack()
+}
+
+// Next moves to the next key (ascending).
 func (it *Iterator) Next() {
 	if !it.valid {
 		return
 	}
 	cur := it.key
-	if it.base.Valid() && bytes.Equal(it.base.Key(), cur) {
+	if it.back { // reposition both sources at or just after cur
+		it.back = false
+		it.base.Seek(cur)
+		it.oi = it.ownAtOrAfter(cur)
+		it.atBase = it.base.Valid() && bytes.Equal(it.base.Key(), cur)
+		it.atOwn = it.oi < len(it.own) && bytes.Equal(it.own[it.oi].key, cur)
+	}
+	if it.atBase {
 		it.base.Next()
 	}
-	if it.oi < len(it.own) && bytes.Equal(it.own[it.oi].key, cur) {
+	if it.atOwn {
 		it.oi++
 	}
 	it.settle()
 }
 
+// Prev moves to the previous key (descending).
+func (it *Iterator) Prev() {
+	if !it.valid {
+		return
+	}
+	cur := it.key
+	if !it.back { // reposition both sources at or just before cur
+		it.back = true
+		it.base.Seek(cur)
+		it.atBase = it.base.Valid() && bytes.Equal(it.base.Key(), cur)
+		if !it.base.Valid() {
+			it.base.Last()
+		} else if !it.atBase {
+			it.base.Prev()
+		}
+		it.oi = it.ownAtOrAfter(cur)
+		it.atOwn = it.oi < len(it.own) && bytes.Equal(it.own[it.oi].key, cur)
+		if !it.atOwn {
+			it.oi--
+		}
+	}
+	if it.atBase {
+		it.base.Prev()
+	}
+	if it.atOwn {
+		it.oi--
+	}
+	it.settleBack()
+}
+
+// ownAtOrAfter returns the index of the first own write at or after key.
+func (it *Iterator) ownAtOrAfter(key []byte) int {
+	i, _ := slices.BinarySearchFunc(it.own, key, func(e ownEntry, k []byte) int { return bytes.Compare(e.key, k) })
+	return i
+}
+
 // settle positions on the smaller of the two sources' current keys, skipping keys the
 // transaction deleted.
-func (it *Iterator) settle() {
+func (it *Iterator) settle() { it.settleDir(false) }
+
+// settleBack positions on the larger of the two sources' current keys (walking
+// descending), skipping keys the transaction deleted.
+func (it *Iterator) settleBack() { it.settleDir(true) }
+
+func (it *Iterator) settleDir(back bool) {
 	if it.txn.done {
 		it.valid, it.key, it.value, it.err = false, nil, nil, ErrTxnDone
 		return
+	}
+	ownStep := 1
+	if back {
+		ownStep = -1
 	}
 	for {
 		var bk, bv []byte
@@ -113,27 +184,40 @@ func (it *Iterator) settle() {
 			bk, bv = k, v
 		}
 		var oe *ownEntry
-		if it.oi < len(it.own) {
+		if it.oi >= 0 && it.oi < len(it.own) {
 			oe = &it.own[it.oi]
+		}
+		// ownFirst: the own write comes first in the walk's direction (or ties).
+		ownFirst := false
+		if oe != nil {
+			c := 0
+			if bk != nil {
+				c = bytes.Compare(oe.key, bk)
+			}
+			ownFirst = bk == nil || (!back && c <= 0) || (back && c >= 0)
 		}
 		switch {
 		case bk == nil && oe == nil:
-			it.valid, it.key, it.value = false, nil, nil
+			it.valid, it.key, it.value, it.atBase, it.atOwn = false, nil, nil, false, false
 			if err := it.base.Err(); err != nil {
 				it.err = closedErr(err)
 			}
 			return
-		case oe != nil && (bk == nil || bytes.Compare(oe.key, bk) <= 0):
-			if bk != nil && bytes.Equal(oe.key, bk) {
-				it.base.Next()
+		case ownFirst:
+			if bk != nil && bytes.Equal(oe.key, bk) { // the own write shadows the snapshot's
+				if back {
+					it.base.Prev()
+				} else {
+					it.base.Next()
+				}
 			}
 			if oe.del {
-				it.oi++
+				it.oi += ownStep
 				continue
 			}
-			it.key, it.value = bytes.Clone(oe.key), bytes.Clone(oe.value)
+			it.key, it.value, it.atBase, it.atOwn = bytes.Clone(oe.key), bytes.Clone(oe.value), false, true
 		default:
-			it.key, it.value = bk, bv
+			it.key, it.value, it.atBase, it.atOwn = bk, bv, true, false
 		}
 		it.valid = true
 		it.txn.reads = append(it.txn.reads, it.txn.db.fp.Of(it.f.ID(), it.key))

@@ -3,6 +3,9 @@ package pipeline_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -163,5 +166,92 @@ func TestIteratorTracksKeys(t *testing.T) {
 				})
 			}
 		}
+	}
+}
+
+// TestIteratorBothDirections walks merged views (snapshot keys, own puts that add or
+// shadow keys, own deletes that hide them, bounds) with random sequences of First,
+// Last, Seek, Next and Prev, direction changes included, against a sorted model.
+func TestIteratorBothDirections(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 13))
+	db, _ := openDB(t, pipeline.Config{})
+	cf := db.Default()
+	for round := range 30 {
+		prefix := fmt.Sprintf("r%02d/", round)
+		model := map[string]string{}
+		for i := range 12 {
+			if rng.IntN(2) == 0 {
+				k := fmt.Sprintf("%sk%02d", prefix, i)
+				put(t, db, cf, k, "base")
+				model[k] = "base"
+			}
+		}
+		tx := db.Begin()
+		for i := range 12 {
+			k := fmt.Sprintf("%sk%02d", prefix, i)
+			switch rng.IntN(4) {
+			case 0:
+				if err := tx.Put(cf, []byte(k), []byte("own")); err != nil {
+					t.Fatal(err)
+				}
+				model[k] = "own"
+			case 1:
+				if err := tx.Delete(cf, []byte(k)); err != nil {
+					t.Fatal(err)
+				}
+				delete(model, k)
+			}
+		}
+		lo, hi := rng.IntN(6), 6+rng.IntN(7)
+		lower, upper := fmt.Sprintf("%sk%02d", prefix, lo), fmt.Sprintf("%sk%02d", prefix, hi)
+		var keys []string
+		for k := range model {
+			if k >= lower && k < upper {
+				keys = append(keys, k)
+			}
+		}
+		slices.Sort(keys)
+		it := mustIter(t, tx, cf, lower, upper)
+		at := -1 // index into keys of the model's position; -1 or len(keys) when invalid
+		var trail []string
+		for range 25 {
+			switch op := rng.IntN(5); op {
+			case 0:
+				it.First()
+				at, trail = 0, append(trail, "First")
+			case 1:
+				it.Last()
+				at, trail = len(keys)-1, append(trail, "Last")
+			case 2:
+				k := fmt.Sprintf("%sk%02d", prefix, rng.IntN(14))
+				it.Seek([]byte(k))
+				at, _ = slices.BinarySearch(keys, max(k, lower))
+				trail = append(trail, "Seek("+k+")")
+			case 3:
+				if at >= 0 && at < len(keys) {
+					at++
+				}
+				it.Next()
+				trail = append(trail, "Next")
+			case 4:
+				if at >= 0 && at < len(keys) {
+					at--
+				}
+				it.Prev()
+				trail = append(trail, "Prev")
+			}
+			valid := at >= 0 && at < len(keys)
+			if it.Valid() != valid || (valid && (string(it.Key()) != keys[at] || string(it.Value()) != model[keys[at]])) {
+				t.Fatalf("round %d, keys %q in [%s, %s), after %v: iterator at %q (valid %v), model at %d", round, keys, lower, upper, trail, it.Key(), it.Valid(), at)
+			}
+			if !valid {
+				at = -1 // Next and Prev stay invalid, as the iterator does
+			}
+		}
+		if err := it.Err(); err != nil {
+			t.Fatal(err)
+		}
+		it.Close()
+		tx.Discard()
 	}
 }

@@ -16,6 +16,20 @@ type Request struct {
 	Err    error  // why the commit failed, or nil
 }
 
+// due reports whether r still has to be validated: it writes or records something and
+// its context has not ended (when it has, r.Err is set to the context's error). An
+// empty commit is done at position 0 without validation.
+func (r *Request) due() bool {
+	if r.Commit.empty() {
+		return false
+	}
+	if err := r.Ctx.Err(); err != nil {
+		r.Err = err
+		return false
+	}
+	return true
+}
+
 // groupScratch is what one group run reuses: the combined batch, the entry buffer,
 // the bucket indexes and the set of fingerprints written by earlier members.
 type groupScratch struct {
@@ -58,11 +72,7 @@ func (c *core) validateGroup(reqs []*Request, sc *groupScratch) []*Request {
 	}
 	survivors := make([]*Request, 0, len(reqs))
 	for _, r := range reqs {
-		if r.Commit.empty() {
-			continue
-		}
-		if err := r.Ctx.Err(); err != nil {
-			r.Err = err
+		if !r.due() {
 			continue
 		}
 		if err := c.validate(r.Commit, written); err != nil {

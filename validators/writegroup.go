@@ -40,14 +40,9 @@ func (w *writeGroup) Commit(ctx context.Context, c *Commit) (uint64, error) {
 func (w *writeGroup) CommitGroup(reqs []*Request) {
 	queued := make([]*Request, 0, len(reqs))
 	for _, r := range reqs {
-		if r.Commit.empty() {
-			continue
+		if r.due() {
+			queued = append(queued, r)
 		}
-		if err := r.Ctx.Err(); err != nil {
-			r.Err = err
-			continue
-		}
-		queued = append(queued, r)
 	}
 	w.q.do(queued)
 	w.table.maybePrune(w.env.Positions)

@@ -94,7 +94,7 @@ func (s *Store) appendTxn(op string, tx *pipeline.Txn, stream string, expected E
 		return AppendResult{}, false, err
 	}
 	idx := tx.EventCount()
-	if err := tx.AddEvents(events...); err != nil {
+	if err := tx.AddStreamEvents(stream, first, events...); err != nil {
 		return AppendResult{}, false, err // only a done transaction fails here, before Put could succeed
 	}
 	var payload [binary.MaxVarintLen64 + pipeline.MaxEventIDLen]byte

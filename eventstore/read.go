@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
-	"time"
 
 	"github.com/rockline/rockline/pipeline"
 )
@@ -12,15 +11,10 @@ import (
 // Event is an application event, as the core records it in a commit's log entry.
 type Event = pipeline.Event
 
-// RecordedEvent is an event as stored in a stream: the stream, its revision there, the
-// log position of the commit that appended it and the commit's time.
-type RecordedEvent struct {
-	Stream   string
-	Revision uint64
-	Position uint64
-	Time     time.Time
-	Event
-}
+// RecordedEvent is an event as the log holds it: its stream and revision, its commit's
+// log position and time, and its index among the commit's events. The log readers and
+// subscriptions of package pipeline hand out the same type.
+type RecordedEvent = pipeline.RecordedEvent
 
 // maxReadLimit bounds a read's limit.
 const maxReadLimit = 1 << 20
@@ -29,7 +23,7 @@ const maxReadLimit = 1 << 20
 // (ascending). It returns every event whose commit has been written, waiting for the
 // publication of those still in flight (until ctx ends), so it agrees with what an
 // Append has seen. A stream with no events, or from beyond its last revision, returns
-// none and no error. limit must be 1..1<<20.
+// none and no error. limit must be 1..1<<20, or ToEnd.
 func (s *Store) ReadStream(ctx context.Context, stream string, from uint64, limit int) ([]RecordedEvent, error) {
 	return s.readStream(ctx, "ReadStream", stream, from, limit, false)
 }
@@ -51,8 +45,8 @@ func (s *Store) readStream(ctx context.Context, op, stream string, from uint64, 
 	if err := checkStream(op, stream); err != nil {
 		return nil, err
 	}
-	if limit < 1 || limit > maxReadLimit {
-		return nil, &pipeline.ArgumentError{Op: op, Arg: "limit", Reason: fmt.Sprintf("%d is not between 1 and %d", limit, maxReadLimit)}
+	if err := checkLimit(op, limit); err != nil {
+		return nil, err
 	}
 	var refs []ref
 	err := s.db.View(func(tx *pipeline.Txn) error {
@@ -84,7 +78,14 @@ func (s *Store) readStream(ctx context.Context, op, stream string, from uint64, 
 		if r.idx >= len(entry.Events) {
 			return nil, fmt.Errorf("%w: stream %q revision %d points at event %d of log entry %d, which has %d", pipeline.ErrCorrupt, stream, r.rev, r.idx, r.pos, len(entry.Events))
 		}
-		out = append(out, RecordedEvent{Stream: stream, Revision: r.rev, Position: r.pos, Time: entry.Time, Event: entry.Events[r.idx]})
+		ev := entry.Events[r.idx]
+		if ev.Stream != "" && (ev.Stream != stream || ev.Revision != r.rev) {
+			return nil, fmt.Errorf("%w: stream %q revision %d points at event %d of log entry %d, which is revision %d of stream %q", pipeline.ErrCorrupt, stream, r.rev, r.idx, r.pos, ev.Revision, ev.Stream)
+		}
+		// Entries written before events carried their stream name none: the index
+		// record says whose event it is.
+		ev.Stream, ev.Revision = stream, r.rev
+		out = append(out, ev)
 	}
 	return out, nil
 }
@@ -115,7 +116,7 @@ func (s *Store) refs(tx *pipeline.Txn, stream string, from uint64, limit int, ba
 		it.First()
 	}
 	var refs []ref
-	for ; it.Valid() && len(refs) < limit; step() {
+	for ; it.Valid() && want(limit, len(refs)); step() {
 		k := it.Key()
 		pos, idx, _, err := parseEventValue(it.Value())
 		if err != nil {

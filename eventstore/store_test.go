@@ -267,12 +267,10 @@ func TestStreamMultiStreamAppend(t *testing.T) {
 			}
 			order := []string{"a", "b", "c"}
 			tx := db.Begin()
-			var all []pipeline.Event
 			for _, s := range order {
 				if err := es.AppendTxn(tx, s, eventstore.NoStream, batches[s]...); err != nil {
 					t.Fatalf("Append(%s): %v", s, err)
 				}
-				all = append(all, batches[s]...)
 			}
 			pos, err := tx.CommitPosition(context.Background())
 			if err != nil {
@@ -282,14 +280,20 @@ func TestStreamMultiStreamAppend(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			var all []eventstore.RecordedEvent
+			streams := map[string][]eventstore.RecordedEvent{}
+			for _, s := range order {
+				for i, ev := range batches[s] {
+					r := eventstore.RecordedEvent{Stream: s, Revision: uint64(i), Position: pos, Index: len(all), Time: entry.Time, Event: ev}
+					all = append(all, r)
+					streams[s] = append(streams[s], r)
+				}
+			}
 			if diff := cmp.Diff(all, entry.Events); diff != "" {
 				t.Errorf("entry events (-want +got):\n%s", diff)
 			}
 			for _, s := range order {
-				var want []eventstore.RecordedEvent
-				for i, ev := range batches[s] {
-					want = append(want, eventstore.RecordedEvent{Stream: s, Revision: uint64(i), Position: pos, Time: entry.Time, Event: ev})
-				}
+				want := streams[s]
 				if diff := cmp.Diff(want, streamEvents(t, es, s)); diff != "" {
 					t.Errorf("stream %s (-want +got):\n%s", s, diff)
 				}
@@ -427,11 +431,11 @@ func TestStreamRead(t *testing.T) {
 		if entry.Time.IsZero() {
 			t.Fatalf("entry %d has no time", res.Position)
 		}
-		for _, ev := range batch {
+		for i, ev := range batch {
 			if len(ev.Data) == 0 {
 				ev.Data = nil // empty and nil Data are stored alike
 			}
-			all = append(all, eventstore.RecordedEvent{Stream: "order", Revision: rev, Position: res.Position, Time: entry.Time, Event: ev})
+			all = append(all, eventstore.RecordedEvent{Stream: "order", Revision: rev, Position: res.Position, Index: i, Time: entry.Time, Event: ev})
 			rev++
 		}
 		// Unrelated commits between the appends: another stream and a plain write.
@@ -577,7 +581,7 @@ func TestStreamInvalidArguments(t *testing.T) {
 			})
 		}
 	}
-	for _, limit := range []int{0, -1, 1<<20 + 1} {
+	for _, limit := range []int{0, -2, 1<<20 + 1} {
 		_, err := es.ReadStream(ctx, "s", 0, limit)
 		wantArgumentError(t, fmt.Sprintf("ReadStream limit %d", limit), err, "limit")
 	}
@@ -598,4 +602,33 @@ func TestStreamInvalidArguments(t *testing.T) {
 			t.Errorf("append with UTF-8 stream and type: %v", err)
 		}
 	})
+}
+
+// TestStreamEventsInTheLog: the log entry of an append carries each event's stream and
+// revision, so the log readers hand out exactly what ReadStream does.
+func TestStreamEventsInTheLog(t *testing.T) {
+	db, es, _ := openStore(t, pipeline.Config{})
+	seedStream(t, es, "a", 2)
+	tx := db.Begin()
+	if err := es.AppendTxn(tx, "a", eventstore.Revision(1), eventstore.Event{ID: "x", Type: "t"}, eventstore.Event{ID: "y", Type: "t"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := es.AppendTxn(tx, "b", eventstore.NoStream, eventstore.Event{ID: "z", Type: "u"}); err != nil {
+		t.Fatal(err)
+	}
+	pos, err := tx.CommitPosition(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	entry, err := db.Entry(pos)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := streamEvents(t, es, "a"), streamEvents(t, es, "b")
+	if diff := cmp.Diff(append(a[2:], b...), entry.Events); diff != "" {
+		t.Errorf("log entry events against ReadStream's (-stream +log):\n%s", diff)
+	}
+	if got := entry.Events[2]; got.Stream != "b" || got.Revision != 0 || got.Index != 2 {
+		t.Errorf("third event = %+v, want stream b revision 0 at index 2", got)
+	}
 }

@@ -271,9 +271,15 @@ func (t *Txn) record() *validators.Commit {
 // encodeEntry is the transaction's Env.Entry: it encodes the log entry with every event
 // and write, and adds the PutAtCommit writes, which need the position, to b.
 func (t *Txn) encodeEntry(b *storage.Batch, dst []byte, pos uint64, unixNano int64) ([]byte, error) {
-	enc := logentry.NewEncoder(dst, pos, unixNano, false, len(t.events), len(t.ops)+len(t.positioned))
-	for _, e := range t.events {
-		enc.Event(e.ID, e.Type, e.Data, e.Metadata)
+	var enc logentry.Encoder
+	if t.streamEvents > 0 {
+		enc = logentry.NewStreamEncoder(dst, pos, unixNano, len(t.events), len(t.ops)+len(t.positioned))
+	} else {
+		enc = logentry.NewEncoder(dst, pos, unixNano, false, len(t.events), len(t.ops)+len(t.positioned))
+	}
+	for i := range t.events {
+		e := &t.events[i]
+		enc.StreamEvent(e.stream, e.rev, e.ID, e.Type, e.Data, e.Metadata)
 	}
 	for _, op := range t.ops {
 		enc.Write(op.Family.QualifiedName(), op.Key, op.Value, op.Delete)

@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"fmt"
+	"time"
 	"unicode/utf8"
 )
 
@@ -13,6 +14,27 @@ type Event struct {
 	Type     string
 	Data     []byte
 	Metadata []byte
+}
+
+// RecordedEvent is an event as the log holds it, the one form every reader hands out
+// (the log readers, subscriptions, the event store's stream reads): the stream it was
+// appended to and its revision there (an empty Stream and revision 0 for an event
+// added with AddEvents), the log position of its commit, its index among the commit's
+// events, and the commit's time.
+type RecordedEvent struct {
+	Stream   string
+	Revision uint64
+	Position uint64
+	Index    int
+	Time     time.Time
+	Event
+}
+
+// txnEvent is an event a transaction carries, with its stream (AddStreamEvents).
+type txnEvent struct {
+	Event
+	stream string
+	rev    uint64
 }
 
 // Limits on events.
@@ -69,12 +91,44 @@ func (t *Txn) AddEvents(events ...Event) error {
 	return nil
 }
 
+// AddStreamEvents attaches events to the transaction's log entry, as AddEvents does,
+// recorded as the events of stream at revisions first, first+1, and so on: every
+// reader then hands them out with that stream and revision. It is the hook of a layer
+// that keeps streams (package eventstore): the core records the names and revisions
+// it is given and checks neither against anything. stream must not be empty; every
+// event is checked first, and on an *ArgumentError none is added.
+func (t *Txn) AddStreamEvents(stream string, first uint64, events ...Event) error {
+	const op = "Txn.AddStreamEvents"
+	if err := t.usable(); err != nil {
+		return err
+	}
+	if stream == "" {
+		return &ArgumentError{Op: op, Arg: "stream", Reason: "must not be empty"}
+	}
+	if err := CheckEvents(op, events); err != nil {
+		return err
+	}
+	t.addStreamEvents(stream, first, events)
+	return nil
+}
+
 // addEvents copies checked events into the transaction.
-func (t *Txn) addEvents(events []Event) {
-	for _, e := range events {
+func (t *Txn) addEvents(events []Event) { t.addStreamEvents("", 0, events) }
+
+// addStreamEvents copies checked events into the transaction, as stream's from
+// revision first on (no stream when stream is empty).
+func (t *Txn) addStreamEvents(stream string, first uint64, events []Event) {
+	for i, e := range events {
 		e.Data = t.copyBytes(e.Data)
 		e.Metadata = t.copyBytes(e.Metadata)
-		t.events = append(t.events, e)
+		te := txnEvent{Event: e}
+		if stream != "" {
+			te.stream, te.rev = stream, first+uint64(i)
+		}
+		t.events = append(t.events, te)
+		if stream != "" {
+			t.streamEvents++
+		}
 	}
 }
 

@@ -11,7 +11,8 @@ import (
 )
 
 // LogEntry is one published commit: its dense position, commit time, the events the
-// transaction carried and its write set. A Filler entry marks a position whose commit
+// transaction carried (each a RecordedEvent with the entry's position and time) and
+// its write set. A Filler entry marks a position whose commit
 // failed after the position was assigned; it has no events and no writes. An entry
 // with Families records the creation or drop of a column family (CreateColumnFamily,
 // DropColumnFamily) at that point of the log, so a replay reproduces the family set.
@@ -19,7 +20,7 @@ type LogEntry struct {
 	Position uint64
 	Time     time.Time
 	Filler   bool
-	Events   []Event
+	Events   []RecordedEvent
 	Writes   []LogWrite
 	Families []FamilyChange
 }
@@ -162,9 +163,10 @@ func decodeEntry(pos uint64, raw []byte) (LogEntry, error) {
 	}
 	out := LogEntry{Position: e.Position, Time: time.Unix(0, e.Time), Filler: e.Filler}
 	if len(e.Events) > 0 {
-		out.Events = make([]Event, len(e.Events))
+		out.Events = make([]RecordedEvent, len(e.Events))
 		for i, ev := range e.Events {
-			out.Events[i] = Event{ID: ev.ID, Type: ev.Type, Data: ev.Data, Metadata: ev.Metadata}
+			out.Events[i] = RecordedEvent{Stream: ev.Stream, Revision: ev.Revision, Position: pos, Index: i, Time: out.Time,
+				Event: Event{ID: ev.ID, Type: ev.Type, Data: ev.Data, Metadata: ev.Metadata}}
 		}
 	}
 	if len(e.Writes) > 0 {
@@ -231,6 +233,10 @@ func (it *LogIterator) Entry() LogEntry { return it.cur }
 // Err returns the error that stopped the iterator, if any. It is set once Next has
 // returned false.
 func (it *LogIterator) Err() error { return it.err }
+
+// FirstPosition returns the lowest log position still held: 1, or the position
+// TruncateLog cut the log below. Positions under it read as ErrLogTruncated.
+func (db *DB) FirstPosition() uint64 { return max(db.truncated.Load(), 1) }
 
 // WaitForPosition returns once log position pos, and every position below it, is
 // published (at once if it already is), so an entry a reader found through a record

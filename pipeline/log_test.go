@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"runtime"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -409,7 +411,7 @@ func TestLogEventsOnlyAndReadOnlyCommits(t *testing.T) {
 					if e.Time.IsZero() {
 						t.Error("entry time is zero")
 					}
-					want := pipeline.LogEntry{Position: pos, Time: e.Time, Events: tc.wantEvents}
+					want := pipeline.LogEntry{Position: pos, Time: e.Time, Events: recorded(pos, e.Time, tc.wantEvents)}
 					if diff := cmp.Diff(want, e); diff != "" {
 						t.Errorf("entry (-want +got):\n%s", diff)
 					}
@@ -418,3 +420,75 @@ func TestLogEventsOnlyAndReadOnlyCommits(t *testing.T) {
 		}
 	}
 }
+
+// recorded is events as the log entry at pos, committed at tm, hands them out.
+func recorded(pos uint64, tm time.Time, events []pipeline.Event) []pipeline.RecordedEvent {
+	var out []pipeline.RecordedEvent
+	for i, e := range events {
+		out = append(out, pipeline.RecordedEvent{Position: pos, Index: i, Time: tm, Event: e})
+	}
+	return out
+}
+
+// TestRecordedEvents: events added with AddStreamEvents come back from every log
+// reader with their stream and revision, beside events of no stream in the same
+// commit, each with its commit's position and time and its index; a replay keeps them.
+func TestRecordedEvents(t *testing.T) {
+	db, _ := openDB(t, pipeline.Config{})
+	tx := db.Begin()
+	if err := tx.AddEvents(pipeline.Event{ID: "a", Type: "noted"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.AddStreamEvents("order-1", 4, pipeline.Event{ID: "b", Type: "paid"}, pipeline.Event{ID: "c", Type: "shipped", Data: []byte("x")}); err != nil {
+		t.Fatal(err)
+	}
+	wantArgumentError(t, "AddStreamEvents without a stream", tx.AddStreamEvents("", 0, pipeline.Event{Type: "t"}), "stream")
+	wantArgumentError(t, "AddStreamEvents with a bad event", tx.AddStreamEvents("s", 0, pipeline.Event{}), "events[0].Type")
+	pos, err := tx.CommitPosition(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := db.Entry(pos)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []pipeline.RecordedEvent{
+		{Position: pos, Index: 0, Time: e.Time, Event: pipeline.Event{ID: "a", Type: "noted"}},
+		{Stream: "order-1", Revision: 4, Position: pos, Index: 1, Time: e.Time, Event: pipeline.Event{ID: "b", Type: "paid"}},
+		{Stream: "order-1", Revision: 5, Position: pos, Index: 2, Time: e.Time, Event: pipeline.Event{ID: "c", Type: "shipped", Data: []byte("x")}},
+	}
+	if diff := cmp.Diff(want, e.Events); diff != "" {
+		t.Errorf("Entry events (-want +got):\n%s", diff)
+	}
+	var delivered []pipeline.RecordedEvent
+	sub, err := db.Subscribe(context.Background(), 0, func(le pipeline.LogEntry) error {
+		delivered = append(delivered, le.Events...)
+		if le.Position == pos {
+			return errStopSubscription
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sub.Wait(); !errors.Is(err, errStopSubscription) {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, delivered); diff != "" {
+		t.Errorf("subscription events (-want +got):\n%s", diff)
+	}
+	rebuilt, err := db.Rebuild(context.Background(), filepath.Join(t.TempDir(), "rebuilt"), pipeline.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rebuilt.Close()
+	re, err := rebuilt.Entry(pos)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(e, re); diff != "" {
+		t.Errorf("rebuilt entry (-want +got):\n%s", diff)
+	}
+}
+
+var errStopSubscription = errors.New("seen the last entry")

@@ -33,7 +33,9 @@ type Txn struct {
 	arena   []byte
 	index   map[uint64]int32 // write fingerprint -> latest op with it (pooled, empty)
 	indexed bool             // index is built; see ownWrite
-	events  []Event
+	events  []txnEvent
+	// streamEvents counts the events added with a stream (AddStreamEvents).
+	streamEvents int
 	// readFams are the droppable families read with tracking (see noteRead).
 	readFams []*storage.Family
 	// positioned are the PutAtCommit writes, made at commit (see positioned.go).

@@ -67,7 +67,7 @@ func (p *projection) handle(ctx context.Context, e pipeline.LogEntry) error {
 			return err
 		}
 		for _, ev := range e.Events {
-			if err := t.apply(ev); err != nil {
+			if err := t.apply(ev.Event); err != nil {
 				return err
 			}
 		}

@@ -33,9 +33,10 @@ func Decode(pos uint64, b []byte) (*Entry, error) {
 		return nil, corruptf(pos, "unsupported format version %d, want %d", body[0], formatVersion)
 	}
 	flags := body[1]
-	if flags&^(flagFiller|flagFamilies) != 0 {
-		return nil, corruptf(pos, "unknown flag bits %#02x", flags&^(flagFiller|flagFamilies))
+	if flags&^(flagFiller|flagFamilies|flagStreams) != 0 {
+		return nil, corruptf(pos, "unknown flag bits %#02x", flags&^(flagFiller|flagFamilies|flagStreams))
 	}
+	streams := flags&flagStreams != 0
 	if flags&flagFiller != 0 && flags&flagFamilies != 0 {
 		return nil, corruptf(pos, "filler entry has family operations")
 	}
@@ -65,7 +66,14 @@ func Decode(pos uint64, b []byte) (*Entry, error) {
 	if e.Filler && nEvents != 0 {
 		return nil, corruptf(pos, "filler entry has %d events", nEvents)
 	}
-	if nEvents > uint64(d.remaining()/minEventSize) {
+	if streams && nEvents == 0 {
+		return nil, corruptf(pos, "stream flag set with no events")
+	}
+	minEvent := minEventSize
+	if streams {
+		minEvent = minStreamEventSize
+	}
+	if nEvents > uint64(d.remaining()/minEvent) {
 		return nil, corruptf(pos, "event count %d exceeds the %d bytes left", nEvents, d.remaining())
 	}
 	if nEvents > 0 {
@@ -89,6 +97,14 @@ func Decode(pos uint64, b []byte) (*Entry, error) {
 		}
 		ev.ID = string(id)
 		ev.Type = string(typ)
+		if streams {
+			if err := d.stream(pos, i, ev); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if streams && !hasStreams(e.Events) {
+		return nil, corruptf(pos, "stream flag set but no event names a stream")
 	}
 
 	nWrites, ok := d.uvarint()
@@ -144,6 +160,22 @@ func Decode(pos uint64, b []byte) (*Entry, error) {
 		return nil, corruptf(pos, "%d trailing bytes after the last write", n)
 	}
 	return e, nil
+}
+
+// stream decodes event i's stream name and revision, present when flagStreams is set.
+func (d *decoder) stream(pos uint64, i int, ev *Event) error {
+	name, ok := d.bytes()
+	if !ok {
+		return d.fail(pos, fmt.Sprintf("event %d stream", i))
+	}
+	if ev.Revision, ok = d.uvarint(); !ok {
+		return d.fail(pos, fmt.Sprintf("event %d revision", i))
+	}
+	if len(name) == 0 && ev.Revision != 0 {
+		return corruptf(pos, "event %d has revision %d but no stream", i, ev.Revision)
+	}
+	ev.Stream = string(name)
+	return nil
 }
 
 // familyOps decodes the family-operation section, present when flagFamilies is set.

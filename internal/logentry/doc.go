@@ -35,7 +35,9 @@
 //	offset  field      encoding
 //	0       version    1 byte, always 0x01
 //	1       flags      1 byte: bit 0 = filler; bit 1 = family operations
-//	                   follow the writes (never with bit 0); bits 2-7 zero
+//	                   follow the writes (never with bit 0); bit 2 = events
+//	                   carry a stream and revision (set exactly when one
+//	                   event names a stream); bits 3-7 zero
 //	2       position   uvarint, must equal the position in the key
 //	        time       varint, commit time in Unix nanoseconds
 //	        nEvents    uvarint (0 for fillers)
@@ -44,6 +46,10 @@
 //	                     type      bytes (UTF-8 string)
 //	                     data      bytes
 //	                     metadata  bytes
+//	                     stream    bytes (UTF-8 string; empty: no stream),
+//	                               only when flags bit 2 is set
+//	                     revision  uvarint, 0 when stream is empty; only
+//	                               when flags bit 2 is set
 //	        nWrites    uvarint (0 for fillers)
 //	        writes     nWrites times:
 //	                     kind      1 byte: 0 = put, 1 = delete (tombstone)
@@ -66,12 +72,13 @@
 // Decode checks, in order: the minimal length, the checksum, the version,
 // the flags, then every field: the position must match, counts must be
 // plausible against the bytes that remain (an event takes at least 4 bytes,
-// a write at least 4) before anything is allocated for them, every length
+// 6 with a stream, a write at least 4) before anything is allocated for them, every length
 // must stay within the entry, kinds must be 0 or 1, families non-empty,
-// fillers must have no events and no writes, and no bytes may follow the
-// last write.
+// fillers must have no events and no writes, the stream flag needs an event
+// that names a stream and an event without a stream has revision 0, and no
+// bytes may follow the last write.
 //
-// Strings (event ids and types, family names) are copied out of the input;
+// Strings (event ids, types and streams, family names) are copied out of the input;
 // byte slices (event data and metadata, write keys and values) alias the
 // input, so the caller must not modify the input while the entry is in use,
 // or must copy the slices it keeps.

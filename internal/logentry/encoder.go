@@ -24,6 +24,8 @@ type Encoder struct {
 	writesLeft int
 	nWrites    int
 	state      uint8
+	streams    bool // events carry a stream and revision (NewStreamEncoder)
+	sawStream  bool // an event named a stream
 }
 
 const (
@@ -63,6 +65,26 @@ func NewEncoder(dst []byte, position uint64, unixNano int64, filler bool, nEvent
 	return e
 }
 
+// NewStreamEncoder is NewEncoder for an entry whose events carry the stream and
+// revision they were appended at: add them with [Encoder.StreamEvent] (or
+// [Encoder.Event] for an event of no stream). At least one event must name a
+// stream (see the format's flags bit 2); Finish panics otherwise.
+func NewStreamEncoder(dst []byte, position uint64, unixNano int64, nEvents, nWrites int) Encoder {
+	if nEvents < 1 || nWrites < 0 {
+		panic(fmt.Sprintf("logentry: NewStreamEncoder with %d events and %d writes (at least one event needed)", nEvents, nWrites))
+	}
+	e := Encoder{
+		start:      len(dst),
+		eventsLeft: nEvents,
+		writesLeft: nWrites,
+		nWrites:    nWrites,
+		state:      encoderOpen,
+		streams:    true,
+	}
+	e.buf = appendHeader(dst, position, unixNano, flagStreams, nEvents)
+	return e
+}
+
 func (e *Encoder) mustBeOpen(method string) {
 	switch e.state {
 	case encoderZero:
@@ -72,14 +94,31 @@ func (e *Encoder) mustBeOpen(method string) {
 	}
 }
 
-// Event appends the next event. It panics if called more than nEvents times
-// (see [NewEncoder]).
+// Event appends the next event, of no stream. It panics if called more than
+// nEvents times (see [NewEncoder]).
 func (e *Encoder) Event(id, typ string, data, meta []byte) {
+	e.StreamEvent("", 0, id, typ, data, meta)
+}
+
+// StreamEvent appends the next event, appended to stream at revision rev. It
+// panics on an Encoder from NewEncoder when stream is not empty, for a
+// revision without a stream, and if called more than nEvents times.
+func (e *Encoder) StreamEvent(stream string, rev uint64, id, typ string, data, meta []byte) {
 	e.mustBeOpen("Event")
 	if e.eventsLeft == 0 {
 		panic("logentry: Encoder.Event called more times than the event count given to NewEncoder")
 	}
+	if stream == "" && rev != 0 {
+		panic(fmt.Sprintf("logentry: event with revision %d but no stream", rev))
+	}
+	if stream != "" && !e.streams {
+		panic("logentry: Encoder.StreamEvent with a stream on an Encoder from NewEncoder")
+	}
 	e.buf = appendEvent(e.buf, id, typ, data, meta)
+	if e.streams {
+		e.buf = appendStream(e.buf, stream, rev)
+		e.sawStream = e.sawStream || stream != ""
+	}
 	e.eventsLeft--
 	if e.eventsLeft == 0 {
 		e.buf = binary.AppendUvarint(e.buf, uint64(e.nWrites))
@@ -110,6 +149,9 @@ func (e *Encoder) Finish() []byte {
 	e.mustBeOpen("Finish")
 	if e.eventsLeft != 0 || e.writesLeft != 0 {
 		panic(fmt.Sprintf("logentry: Encoder.Finish with %d events and %d writes still to add", e.eventsLeft, e.writesLeft))
+	}
+	if e.streams && !e.sawStream {
+		panic("logentry: Encoder.Finish on a stream Encoder whose events name no stream")
 	}
 	b := appendChecksum(e.buf, e.start)
 	e.buf = nil

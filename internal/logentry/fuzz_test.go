@@ -78,6 +78,8 @@ func FuzzDecode(f *testing.F) {
 	f.Add(uint64(5), seal(body(byte(1), byte(0), 5, 0, uint64(math.MaxUint64), 0)))
 	f.Add(uint64(5), seal(body(byte(1), byte(0), 5, 0, 0, 2, byte(0), "f", "k", "v", byte(1), "g", "k")))
 	f.Add(uint64(0), seal(body(byte(1), byte(0), byte(0x80), byte(0), 0, 0, 0)))
+	f.Add(uint64(3), seal(body(byte(1), byte(4), 3, 0, 1, "", "t", "", "", "", 0, 0)))  // stream flag, no stream
+	f.Add(uint64(3), seal(body(byte(1), byte(4), 3, 0, 1, "", "t", "", "", "s", 9, 0))) // a stream event
 
 	f.Fuzz(func(t *testing.T, pos uint64, b []byte) {
 		if len(b) > maxFuzzInput {
@@ -121,12 +123,16 @@ func FuzzRoundTrip(f *testing.F) {
 			// shape: bits 0-2 event count, bits 3-8 write count, bits 9-15
 			// the delete pattern.
 			for i := range int(shape & 7) {
-				e.Events = append(e.Events, Event{
+				ev := Event{
 					ID:       id[i%(len(id)+1):],
 					Type:     typ,
 					Data:     data[:len(data)*i/7],
 					Metadata: meta,
-				})
+				}
+				if len(meta)%2 == 1 && i%2 == 0 { // about half the inputs append to streams
+					ev.Stream, ev.Revision = family[:1+i%len(family)], uint64(tm)+uint64(i)
+				}
+				e.Events = append(e.Events, ev)
 			}
 			for i := range int(shape >> 3 & 63) {
 				w := Write{Family: family[:1+i%len(family)], Key: key[i%(len(key)+1):], Value: value}

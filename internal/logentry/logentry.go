@@ -14,6 +14,7 @@ const (
 
 	flagFiller   = 1 << 0
 	flagFamilies = 1 << 1
+	flagStreams  = 1 << 2
 
 	kindPut    = 0
 	kindDelete = 1
@@ -26,8 +27,10 @@ const (
 	// minSize is the size of the smallest valid entry: version, flags,
 	// position, time, nEvents, nWrites (one byte each) and the checksum.
 	minSize = 6 + checksumSize
-	// minEventSize is the smallest encoding of an event: four zero lengths.
-	minEventSize = 4
+	// minEventSize is the smallest encoding of an event: four zero lengths;
+	// minStreamEventSize with a stream name and revision too.
+	minEventSize       = 4
+	minStreamEventSize = 6
 	// minWriteSize is the smallest encoding of a write: a delete with a
 	// one-byte family and an empty key (kind, family length, family, key
 	// length).
@@ -44,10 +47,14 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // Event is one event appended by a commit. ID and Type are UTF-8 strings;
 // Data and Metadata are opaque. Empty and nil Data or Metadata are encoded
-// identically and decode as nil.
+// identically and decode as nil. Stream names the stream the event was
+// appended to, at Revision; an event of no stream has an empty Stream and
+// Revision 0.
 type Event struct {
 	ID, Type       string
 	Data, Metadata []byte
+	Stream         string
+	Revision       uint64
 }
 
 // Write is one RocksDB write applied by a commit: a put of Value under Key in
@@ -151,9 +158,13 @@ func bytesLen(n int) int {
 func Size(e *Entry) int {
 	n := 2 + uvarintLen(e.Position) + uvarintLen(zigzag(e.Time)) +
 		uvarintLen(uint64(len(e.Events))) + uvarintLen(uint64(len(e.Writes))) + checksumSize
+	streams := hasStreams(e.Events)
 	for i := range e.Events {
 		ev := &e.Events[i]
 		n += bytesLen(len(ev.ID)) + bytesLen(len(ev.Type)) + bytesLen(len(ev.Data)) + bytesLen(len(ev.Metadata))
+		if streams {
+			n += bytesLen(len(ev.Stream)) + uvarintLen(ev.Revision)
+		}
 	}
 	for i := range e.Writes {
 		w := &e.Writes[i]
@@ -180,8 +191,9 @@ func zigzag(x int64) uint64 {
 // nothing else; with enough spare capacity in dst it does not allocate.
 //
 // Append panics if e cannot be encoded as a valid entry, which is a
-// programming error: a filler with events, writes or family operations, or a
-// write or family operation with an empty family.
+// programming error: a filler with events, writes or family operations, a
+// write or family operation with an empty family, or an event with a
+// revision but no stream.
 func Append(dst []byte, e *Entry) []byte {
 	if e.Filler && (len(e.Events) != 0 || len(e.Writes) != 0 || len(e.Families) != 0) {
 		panic(fmt.Sprintf("logentry: filler entry at position %d has %d events, %d writes and %d family operations", e.Position, len(e.Events), len(e.Writes), len(e.Families)))
@@ -195,10 +207,20 @@ func Append(dst []byte, e *Entry) []byte {
 	if len(e.Families) > 0 {
 		flags |= flagFamilies
 	}
+	streams := hasStreams(e.Events)
+	if streams {
+		flags |= flagStreams
+	}
 	dst = appendHeader(dst, e.Position, e.Time, flags, len(e.Events))
 	for i := range e.Events {
 		ev := &e.Events[i]
+		if ev.Stream == "" && ev.Revision != 0 {
+			panic(fmt.Sprintf("logentry: event %d has revision %d but no stream", i, ev.Revision))
+		}
 		dst = appendEvent(dst, ev.ID, ev.Type, ev.Data, ev.Metadata)
+		if streams {
+			dst = appendStream(dst, ev.Stream, ev.Revision)
+		}
 	}
 	dst = binary.AppendUvarint(dst, uint64(len(e.Writes)))
 	for i := range e.Writes {
@@ -220,6 +242,22 @@ func Append(dst []byte, e *Entry) []byte {
 		}
 	}
 	return appendChecksum(dst, start)
+}
+
+// hasStreams reports whether any event names a stream: the entry then carries a
+// stream name and revision for every event (flagStreams).
+func hasStreams(events []Event) bool {
+	for i := range events {
+		if events[i].Stream != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// appendStream appends an event's stream name and revision.
+func appendStream(dst []byte, stream string, rev uint64) []byte {
+	return binary.AppendUvarint(appendString(dst, stream), rev)
 }
 
 // appendHeader appends everything up to and including the event count.

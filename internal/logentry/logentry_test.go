@@ -66,6 +66,12 @@ func sampleEntries() []namedEntry {
 			{Family: "семья", Key: []byte("ключ"), Delete: true},
 		}}},
 		{"64 writes", Entry{Position: 1000, Time: 1000, Writes: many}},
+		{"stream events", Entry{Position: 50, Time: 11, Events: []Event{
+			{ID: "e1", Type: "placed", Data: []byte("{}"), Stream: "order-42", Revision: 0},
+			{ID: "e2", Type: "noted"}, // of no stream, in the same commit
+			{ID: "e3", Type: "paid", Stream: "order-42", Revision: 1},
+			{ID: "e4", Type: "opened", Stream: "ünïcødé/stream", Revision: math.MaxUint64},
+		}, Writes: []Write{{Family: "rockline.streams", Key: []byte("horder-42"), Value: []byte{1}}}}},
 	}
 }
 
@@ -80,7 +86,7 @@ func normalize(e *Entry) *Entry {
 	}
 	out := &Entry{Position: e.Position, Time: e.Time, Filler: e.Filler}
 	for _, ev := range e.Events {
-		out.Events = append(out.Events, Event{ID: ev.ID, Type: ev.Type, Data: nilIfEmpty(ev.Data), Metadata: nilIfEmpty(ev.Metadata)})
+		out.Events = append(out.Events, Event{ID: ev.ID, Type: ev.Type, Data: nilIfEmpty(ev.Data), Metadata: nilIfEmpty(ev.Metadata), Stream: ev.Stream, Revision: ev.Revision})
 	}
 	for _, w := range e.Writes {
 		nw := Write{Family: w.Family, Key: nilIfEmpty(w.Key), Delete: w.Delete}
@@ -100,9 +106,18 @@ func encodeWithEncoder(dst []byte, e *Entry) []byte {
 	if len(e.Families) > 0 {
 		return Append(dst, e)
 	}
-	enc := NewEncoder(dst, e.Position, e.Time, e.Filler, len(e.Events), len(e.Writes))
+	var enc Encoder
+	if hasStreams(e.Events) {
+		enc = NewStreamEncoder(dst, e.Position, e.Time, len(e.Events), len(e.Writes))
+	} else {
+		enc = NewEncoder(dst, e.Position, e.Time, e.Filler, len(e.Events), len(e.Writes))
+	}
 	for _, ev := range e.Events {
-		enc.Event(ev.ID, ev.Type, ev.Data, ev.Metadata)
+		if ev.Stream != "" {
+			enc.StreamEvent(ev.Stream, ev.Revision, ev.ID, ev.Type, ev.Data, ev.Metadata)
+		} else {
+			enc.Event(ev.ID, ev.Type, ev.Data, ev.Metadata)
+		}
 	}
 	for _, w := range e.Writes {
 		enc.Write(w.Family, w.Key, w.Value, w.Delete)
@@ -314,7 +329,11 @@ func TestCorruptCases(t *testing.T) {
 		{"bad version 0", pos, with(0, 0), "version 0"},
 		{"bad version 2", pos, with(0, 2), "version 2"},
 		{"bad version 255", pos, with(0, 255), "version 255"},
-		{"unknown flag", pos, with(1, 4), "flag"},
+		{"unknown flag", pos, with(1, 8), "flag"},
+		{"stream flag without events", 5, seal(body(v, byte(4), 5, 0, 0, 0)), "stream flag set with no events"},
+		{"stream flag, no event names a stream", 5, seal(body(v, byte(4), 5, 0, 1, "", "t", "", "", "", 0, 0)), "no event names a stream"},
+		{"revision without a stream", 5, seal(body(v, byte(4), 5, 0, 2, "", "t", "", "", "s", 0, "", "t", "", "", "", 3, 0)), "revision 3 but no stream"},
+		{"stream event truncated", 5, seal(body(v, byte(4), 5, 0, 1, "", "t", "", "", "s")), "event 0 revision"},
 		{"filler with family flag", 5, seal(body(v, byte(3), 5, 0, 0, 0, 1, byte(0), "f")), "filler entry has family operations"},
 		{"family flag without operations", 5, seal(body(v, byte(2), 5, 0, 0, 0, 0)), "no family operations"},
 		{"family operation of unknown kind", 5, seal(body(v, byte(2), 5, 0, 0, 0, 1, byte(2), "f")), "unknown kind 2"},

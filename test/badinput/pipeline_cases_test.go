@@ -209,7 +209,15 @@ func pipelineCases() []badCase {
 			return e.txn(func(tx *pipeline.Txn) error { return e.es.AppendTxn(tx, s, eventstore.Any, events1...) })
 		})
 	}
-	for _, limit := range []int{0, -1, 1<<20 + 1} {
+	for _, limit := range []int{0, -2, 1<<20 + 1} { // -1 is eventstore.ToEnd
+		add(fmt.Sprintf("Store.ReadAll/limit=%d", limit), argErr("ReadAll", "limit", fmt.Sprint(limit)), func(e *env) error {
+			_, err := e.es.ReadAll(ctx, eventstore.Start, limit, eventstore.Filter{})
+			return err
+		})
+		add(fmt.Sprintf("Store.ReadAllBackward/limit=%d", limit), argErr("ReadAllBackward", "limit", fmt.Sprint(limit)), func(e *env) error {
+			_, err := e.es.ReadAllBackward(ctx, eventstore.End, limit, eventstore.Filter{})
+			return err
+		})
 		add(fmt.Sprintf("Store.ReadStream/limit=%d", limit), argErr("ReadStream", "limit", fmt.Sprint(limit)), func(e *env) error {
 			_, err := e.es.ReadStream(ctx, "s", 0, limit)
 			return err
@@ -219,6 +227,10 @@ func pipelineCases() []badCase {
 			return err
 		})
 	}
+	add("Store.ReadStream/ToEnd", noError, func(e *env) error {
+		_, err := e.es.ReadStream(ctx, "s", 0, eventstore.ToEnd)
+		return err
+	})
 	add("Store.ReadStream/past the end", noError, func(e *env) error {
 		evs, err := e.es.ReadStream(ctx, "s", 1<<60, 10)
 		if err == nil && len(evs) != 0 {

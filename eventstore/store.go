@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/rockline/rockline/pipeline"
@@ -14,14 +15,16 @@ const MaxStreamNameLen = 1024
 
 // Store is the event store of one database: streams of events with expected
 // revisions, kept in the layer family "rockline.streams" (pipeline.DB.LayerFamily).
-// A Store holds no goroutine and no resource of its own: it is a view of its DB, safe
-// for concurrent use, usable until the DB closes (then its calls fail with
+// A Store holds no resource of its own but the projections started through it (each
+// with a goroutine, ended by its Close or the DB's): it is a view of its DB, safe for
+// concurrent use, usable until the DB closes (then its calls fail with
 // pipeline.ErrClosed). Any number of Stores of one DB may exist; they agree.
 //
 // The family's key layout, which nothing outside this package reads:
 //
 //	'h' stream                 -> uvarint(last revision)
 //	'r' stream 0x00 BE64(rev)  -> uvarint(position) uvarint(index in entry) event id
+//	'p' projection name        -> uvarint(last log position applied)
 //
 // A head is read with tracking and written with Txn.Put, so two appends that expect
 // the same revision conflict and exactly one wins. An event record names its commit's
@@ -31,6 +34,9 @@ const MaxStreamNameLen = 1024
 type Store struct {
 	db *pipeline.DB
 	cf *pipeline.ColumnFamily
+
+	mu      sync.Mutex
+	running map[string]*Projection // projections started through this Store
 }
 
 // layerName is the store's family, "rockline.streams", as LayerFamily names it.

@@ -24,6 +24,9 @@ const (
 	// once; the span stays so that a wait, should one appear, shows.
 	SpanPublish = "rockline.publish"
 	SpanDropCF  = "rockline.cf.drop" // a column-family drop, from retire to physical drop
+	// SpanProjectionBatch is one batch of a projection: its handler and the commit
+	// of the read model with the projection's position.
+	SpanProjectionBatch = "rockline.projection.batch"
 )
 
 // Attribute keys.
@@ -40,6 +43,9 @@ const (
 	// AttrDropWaitMillis is how long a drop waited for admitted commits, in ms.
 	AttrDropWaitMillis = attribute.Key("rockline.drop.wait_ms")
 	AttrErrorType      = attribute.Key("error.type")
+	// AttrProjection names a projection; AttrEvents counts a batch's events.
+	AttrProjection = attribute.Key("rockline.projection")
+	AttrEvents     = attribute.Key("rockline.events")
 )
 
 // Outcomes and error types recorded on commit spans.
@@ -78,4 +84,10 @@ const (
 	MetricBytesFlushed       = "rockline.storage.flushed"
 	MetricBytesCompacted     = "rockline.storage.compacted"
 	MetricStallTime          = "rockline.storage.stall.time"
+	// MetricProjectionLag is how many log positions a projection is behind the
+	// published log; MetricProjectionHandlerDuration the time its handler takes per
+	// batch; MetricProjectionEvents the events it has applied.
+	MetricProjectionLag             = "rockline.projection.lag"
+	MetricProjectionHandlerDuration = "rockline.projection.handler.duration"
+	MetricProjectionEvents          = "rockline.projection.events"
 )

@@ -1,8 +1,8 @@
 // Command orders is a small event-sourced orders service: commands become events on a
-// stream per order, appended with expected revisions and guarded by business rules; a
-// subscription keeps a projection of order totals, exactly once; a concurrent load
-// shows conflicts and stale revisions being handled; the projection is then checked
-// against the streams.
+// stream per order, appended with expected revisions and guarded by business rules; an
+// exactly-once projection keeps a read model of every order and the totals, learning
+// each order from its events' stream; a concurrent load shows conflicts and stale
+// revisions being handled; the read model is then checked against the streams.
 package main
 
 import (
@@ -12,7 +12,6 @@ import (
 	"math/rand/v2"
 	"os"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/rockline/rockline/eventstore"
@@ -41,15 +40,14 @@ func run() error {
 		return err
 	}
 	defer db.Close()
-	cf, err := db.CreateColumnFamily("projections")
-	if err != nil {
+	if _, err := db.CreateColumnFamily(readModelFamily); err != nil {
 		return err
 	}
 	es, err := eventstore.New(db)
 	if err != nil {
 		return err
 	}
-	svc, proj := &service{db: db, es: es}, &projection{db: db, cf: cf}
+	svc, model := &service{db: db, es: es}, &readModel{db: db}
 
 	// A few commands by hand: the rules at work, then an append with a stale revision.
 	for _, cmd := range []string{"place", "ship", "cancel", "pay"} {
@@ -67,24 +65,12 @@ func run() error {
 	}
 	fmt.Println("stale append:", err)
 
-	// The projection follows the log from its stored checkpoint.
-	var from uint64
-	if err := db.View(func(tx *pipeline.Txn) (err error) { from, _, err = proj.read(tx); return err }); err != nil {
-		return err
-	}
-	var live atomic.Bool
-	sub, err := db.Subscribe(ctx, from, func(e pipeline.LogEntry) error { return proj.handle(ctx, e) },
-		pipeline.OnLive(func(ok bool) {
-			fmt.Printf("projection live=%v (subscribed after %d, log at %d)\n", ok, from, db.LastPosition())
-			live.Store(ok)
-		}))
+	// The projection follows the log from its stored position, in its own goroutine.
+	proj, err := es.StartProjection(ctx, model.config())
 	if err != nil {
 		return err
 	}
-	defer sub.Close()
-	if err := waitFor(ctx, sub, live.Load); err != nil {
-		return err
-	}
+	defer proj.Close()
 
 	// Concurrent load: each worker takes its orders through random lifecycles.
 	ids := []string{"demo"}
@@ -107,19 +93,19 @@ func run() error {
 		return err
 	}
 
-	// Let the projection catch up with every event, then check it against the streams.
+	// Wait until the read model reflects every event, then check it against the streams.
 	last := db.LastPosition()
-	if err := waitFor(ctx, sub, func() bool { return sub.Position() >= last }); err != nil {
+	if err := proj.CaughtUp(ctx, last); err != nil {
 		return err
 	}
 	fmt.Printf("commands: %d committed, %d conflicts retried, %d wrong expected versions, %d refused by rules\n",
 		svc.commits.Load(), svc.attempts.Load()-svc.updates.Load(), svc.wrongVersion.Load(), svc.refused.Load())
-	var checkpoint uint64
-	var got Totals
-	if err := db.View(func(tx *pipeline.Txn) (err error) { checkpoint, got, err = proj.read(tx); return err }); err != nil {
+	got, err := model.totals()
+	if err != nil {
 		return err
 	}
-	fmt.Printf("last log position %d, projection checkpoint %d\n", db.LastPosition(), checkpoint)
+	st := proj.Status()
+	fmt.Printf("last log position %d, projection %q at %d (%s, lag %d)\n", db.LastPosition(), st.Name, st.Position, st.State, st.Lag)
 	want, err := recount(ctx, es, ids)
 	if err != nil {
 		return err
@@ -134,13 +120,13 @@ func run() error {
 	if !match {
 		return fmt.Errorf("projection %v, streams %v", got, want)
 	}
-	if err := sub.Close(); err != nil {
+	if err := proj.Close(); err != nil {
 		return fmt.Errorf("projection: %w", err)
 	}
 	if err := db.Close(); err != nil {
 		return err
 	}
-	fmt.Println("subscription and database closed")
+	fmt.Println("projection and database closed")
 	return nil
 }
 
@@ -171,20 +157,6 @@ func lifecycle(ctx context.Context, svc *service, id string) error {
 	wg.Wait()
 	if (errs[0] == nil) == (errs[1] == nil) || !errors.Is(errors.Join(errs...), ErrRejected) {
 		return fmt.Errorf("order %s shipped and cancelled at once: got %v and %v, want one rejected", id, errs[0], errs[1])
-	}
-	return nil
-}
-
-// waitFor polls done until it holds, the subscription ends, or ctx expires.
-func waitFor(ctx context.Context, sub *pipeline.Subscription, done func() bool) error {
-	for !done() {
-		select {
-		case <-sub.Done():
-			return fmt.Errorf("projection stopped: %v", sub.Wait())
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(time.Millisecond):
-		}
 	}
 	return nil
 }

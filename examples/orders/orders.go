@@ -33,10 +33,10 @@ var described = map[string]string{"": "a missing", placed: "an unpaid", paid: "a
 // ErrRejected is matched by every command a business rule refuses.
 var ErrRejected = errors.New("rejected")
 
-// orderEvent is the data of every order event; amounts are in cents.
+// orderEvent is the data of a "placed" event; amounts are in cents. The other events
+// carry no data: their stream says which order, their type what happened.
 type orderEvent struct {
 	Amount int64 `json:"amount"`
-	Refund bool  `json:"refund,omitempty"` // a paid order cancelled
 }
 
 func streamName(id string) string { return "order-" + id }
@@ -63,11 +63,14 @@ func loadOrder(ctx context.Context, es *eventstore.Store, id string) (order, err
 		return o, err
 	}
 	for _, e := range events {
-		var d orderEvent
-		if err := json.Unmarshal(e.Data, &d); err != nil {
-			return o, fmt.Errorf("%s revision %d: %w", e.Stream, e.Revision, err)
+		if e.Type == placed {
+			var d orderEvent
+			if err := json.Unmarshal(e.Data, &d); err != nil {
+				return o, fmt.Errorf("%s revision %d: %w", e.Stream, e.Revision, err)
+			}
+			o.amount = d.Amount
 		}
-		o.status, o.amount, o.events = e.Type, d.Amount, e.Revision+1
+		o.status, o.events = e.Type, e.Revision+1
 	}
 	return o, nil
 }
@@ -100,9 +103,11 @@ func (s *service) execute(ctx context.Context, id, cmd string, amount int64) err
 		if cmd == "place" {
 			o.amount = amount
 		}
-		data, err := json.Marshal(orderEvent{Amount: o.amount, Refund: typ == cancelled && o.status == paid})
-		if err != nil {
-			return err
+		var data []byte
+		if typ == placed {
+			if data, err = json.Marshal(orderEvent{Amount: amount}); err != nil {
+				return err
+			}
 		}
 		s.updates.Add(1)
 		err = s.db.Update(ctx, func(tx *pipeline.Txn) error {

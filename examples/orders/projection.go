@@ -4,82 +4,99 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"strings"
 
 	"github.com/rockline/rockline/eventstore"
 	"github.com/rockline/rockline/pipeline"
 )
 
-// Totals is the projection: orders and their amounts per status, and the revenue of
-// paid orders (paid or shipped; cancelling a paid order refunds it).
+// Totals is the read model's summary: orders and their amounts per status, and the
+// revenue of paid orders (paid or shipped; cancelling a paid order refunds it).
 type Totals struct {
 	Count, Sum map[string]int64
 	Revenue    int64
 }
 
-// previous is the status an event moves an order from (a refund: from paid).
-var previous = map[string]string{paid: placed, shipped: paid, cancelled: placed}
+// view is what the read model keeps of one order.
+type view struct {
+	Status string `json:"status"`
+	Amount int64  `json:"amount"`
+}
 
-func (t *Totals) apply(e pipeline.Event) error {
-	var d orderEvent
-	if err := json.Unmarshal(e.Data, &d); err != nil {
+// readModel is an exactly-once projection (eventstore.Store.StartProjection) of the
+// order streams into the family "projections": one view per order, learned from the
+// recorded events' stream names, and the Totals. The events carry only what happened
+// (the amount is in "placed" alone); the projection's state, kept in the same
+// transaction as its position, supplies the rest.
+type readModel struct{ db *pipeline.DB }
+
+const readModelFamily = "projections"
+
+func (m *readModel) config() eventstore.ProjectionConfig {
+	return eventstore.ProjectionConfig{
+		Name:           "order-totals",
+		Filter:         eventstore.Filter{StreamPrefix: "order-"},
+		Handle:         m.handle,
+		MaxBatchEvents: 64,
+		Owns:           []string{readModelFamily},
+	}
+}
+
+// handle applies a batch of order events.
+func (m *readModel) handle(tx *pipeline.Txn, events []eventstore.RecordedEvent) error {
+	cf, err := m.db.ColumnFamily(readModelFamily) // looked up each batch: Reset re-creates it
+	if err != nil {
+		return err
+	}
+	var t Totals
+	if err := get(tx, cf, "totals", &t); err != nil {
 		return err
 	}
 	if t.Count == nil {
 		t.Count, t.Sum = map[string]int64{}, map[string]int64{}
 	}
-	from := previous[e.Type]
-	if d.Refund {
-		from = paid
-	}
-	if from != "" {
-		t.Count[from]--
-		t.Sum[from] -= d.Amount
-	}
-	t.Count[e.Type]++
-	t.Sum[e.Type] += d.Amount
-	t.Revenue = t.Sum[paid] + t.Sum[shipped]
-	return nil
-}
-
-// projection keeps Totals, and the log position they include, in a column family.
-type projection struct {
-	db *pipeline.DB
-	cf *pipeline.ColumnFamily
-}
-
-func (p *projection) read(tx *pipeline.Txn) (checkpoint uint64, t Totals, err error) {
-	if err = p.get(tx, "checkpoint", &checkpoint); err == nil {
-		err = p.get(tx, "totals", &t)
-	}
-	return checkpoint, t, err
-}
-
-// handle applies one log entry. Totals and checkpoint commit together and an entry at
-// or below the checkpoint is skipped, so every event counts exactly once, even when a
-// restarted subscription delivers entries again.
-func (p *projection) handle(ctx context.Context, e pipeline.LogEntry) error {
-	if len(e.Events) == 0 {
-		return nil // fillers, and the projection's own commits
-	}
-	return p.db.Update(ctx, func(tx *pipeline.Txn) error {
-		checkpoint, t, err := p.read(tx)
-		if err != nil || e.Position <= checkpoint {
+	for _, e := range events {
+		key := "order/" + strings.TrimPrefix(e.Stream, "order-")
+		var o view
+		if err := get(tx, cf, key, &o); err != nil {
 			return err
 		}
-		for _, ev := range e.Events {
-			if err := t.apply(ev.Event); err != nil {
-				return err
+		if e.Type == placed {
+			var d orderEvent
+			if err := json.Unmarshal(e.Data, &d); err != nil {
+				return fmt.Errorf("%s revision %d: %w", e.Stream, e.Revision, err)
 			}
+			o.Amount = d.Amount
 		}
-		if err := p.put(tx, "totals", t); err != nil {
+		if o.Status != "" {
+			t.Count[o.Status]--
+			t.Sum[o.Status] -= o.Amount
+		}
+		o.Status = e.Type
+		t.Count[o.Status]++
+		t.Sum[o.Status] += o.Amount
+		if err := put(tx, cf, key, o); err != nil {
 			return err
 		}
-		return p.put(tx, "checkpoint", e.Position)
-	})
+	}
+	t.Revenue = t.Sum[paid] + t.Sum[shipped]
+	return put(tx, cf, "totals", t)
 }
 
-func (p *projection) get(tx *pipeline.Txn, key string, v any) error {
-	data, err := tx.Get(p.cf, []byte(key))
+// totals reads the read model's Totals.
+func (m *readModel) totals() (Totals, error) {
+	cf, err := m.db.ColumnFamily(readModelFamily)
+	if err != nil {
+		return Totals{}, err
+	}
+	var t Totals
+	err = m.db.View(func(tx *pipeline.Txn) error { return get(tx, cf, "totals", &t) })
+	return t, err
+}
+
+func get(tx *pipeline.Txn, cf *pipeline.ColumnFamily, key string, v any) error {
+	data, err := tx.Get(cf, []byte(key))
 	if errors.Is(err, pipeline.ErrNotFound) {
 		return nil
 	}
@@ -89,12 +106,12 @@ func (p *projection) get(tx *pipeline.Txn, key string, v any) error {
 	return json.Unmarshal(data, v)
 }
 
-func (p *projection) put(tx *pipeline.Txn, key string, v any) error {
+func put(tx *pipeline.Txn, cf *pipeline.ColumnFamily, key string, v any) error {
 	data, err := json.Marshal(v)
 	if err != nil {
 		return err
 	}
-	return tx.Put(p.cf, []byte(key), data)
+	return tx.Put(cf, []byte(key), data)
 }
 
 // recount computes Totals again from each order's final state, as its stream has it.

@@ -47,8 +47,10 @@ func (s *Store) Append(ctx context.Context, stream string, expected ExpectedRevi
 // makes the commit fail with pipeline.ErrConflict (Append retries and then reports the
 // mismatch). Appending events whose IDs are already the stream's events at the
 // revisions expected succeeds without writing them again. Stream names are 1..1024
-// bytes of UTF-8 without NUL; at least one event is required. On any error tx is left
-// as it was.
+// bytes of UTF-8 without NUL; at least one event is required. A soft-deleted stream
+// (DeleteStream) reads as no stream, and an append recreates it with revisions
+// continuing after the deleted ones; a tombstoned stream refuses every append with a
+// *StreamDeletedError. On any error tx is left as it was.
 func (s *Store) AppendTxn(tx *pipeline.Txn, stream string, expected ExpectedRevision, events ...Event) error {
 	_, _, err := s.appendTxn("Store.AppendTxn", tx, stream, expected, events)
 	return err
@@ -75,10 +77,18 @@ func (s *Store) appendTxn(op string, tx *pipeline.Txn, stream string, expected E
 	if err := pipeline.CheckEvents(op, events); err != nil {
 		return AppendResult{}, false, err
 	}
-	cur, exists, err := s.head(tx, stream)
+	cur, hasHead, err := s.head(tx, stream)
 	if err != nil {
 		return AppendResult{}, false, err
 	}
+	st, err := s.readState(tx, stream, true)
+	if err != nil {
+		return AppendResult{}, false, err
+	}
+	if st.tombstoned {
+		return AppendResult{}, false, &StreamDeletedError{Stream: stream}
+	}
+	exists := hasHead && !st.deleted // a soft-deleted stream reads as no stream
 	if res, ok, err := s.alreadyAppended(tx, stream, expected, cur, exists, events); err != nil || ok {
 		return res, ok, err
 	}
@@ -86,12 +96,18 @@ func (s *Store) appendTxn(op string, tx *pipeline.Txn, stream string, expected E
 		return AppendResult{}, false, &WrongExpectedVersionError{Stream: stream, Expected: expected, Actual: actual(cur, exists)}
 	}
 	first := uint64(0)
-	if exists {
-		first = cur + 1
+	if hasHead {
+		first = cur + 1 // after a soft delete too: revisions continue
 	}
 	last := first + uint64(len(events)) - 1
 	if err := tx.Put(s.cf, headKey(stream), binary.AppendUvarint(nil, last)); err != nil {
 		return AppendResult{}, false, err
+	}
+	if st.deleted { // the append recreates the stream; the deleted events stay hidden
+		st.deleted = false
+		if err := tx.Put(s.cf, stateKey(stream), st.encode()); err != nil {
+			return AppendResult{}, false, err
+		}
 	}
 	idx := tx.EventCount()
 	if err := tx.AddStreamEvents(stream, first, events...); err != nil {

@@ -3,7 +3,9 @@ package eventstore
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
+	"time"
 
 	"github.com/rockline/rockline/pipeline"
 )
@@ -91,9 +93,34 @@ func (s *Store) readStream(ctx context.Context, op, stream string, from uint64, 
 }
 
 // refs reads the records of up to limit revisions of stream from from on (or down),
-// in tx's snapshot, with one iterator over the stream's record range.
+// in tx's snapshot, with one iterator over the stream's record range, leaving out the
+// revisions the stream's state hides (a soft delete, MaxCount, MaxAge,
+// TruncateBefore). A tombstoned stream fails with a *StreamDeletedError.
 func (s *Store) refs(tx *pipeline.Txn, stream string, from uint64, limit int, backward bool) ([]ref, error) {
-	lower, upper := eventKey(stream, 0), eventKey(stream, 0)
+	head, hasHead, err := s.head(tx, stream)
+	if err != nil {
+		return nil, err
+	}
+	st, err := s.readState(tx, stream, false)
+	if err != nil {
+		return nil, err
+	}
+	if st.tombstoned {
+		return nil, &StreamDeletedError{Stream: stream}
+	}
+	if !hasHead || st.deleted {
+		return nil, nil
+	}
+	low := st.lowest(head)
+	if st.MaxAge > 0 {
+		if low, err = s.firstYoung(tx, stream, low, head, time.Now().Add(-st.MaxAge)); err != nil {
+			return nil, err
+		}
+	}
+	if low > head || (backward && from < low) {
+		return nil, nil
+	}
+	lower, upper := eventKey(stream, low), eventKey(stream, 0)
 	upper[len(upper)-9] = 1 // the stream's records end where the separator byte 0 does
 	upper = upper[:len(upper)-8]
 	if backward {
@@ -101,7 +128,7 @@ func (s *Store) refs(tx *pipeline.Txn, stream string, from uint64, limit int, ba
 			upper = eventKey(stream, from+1)
 		}
 	} else {
-		lower = eventKey(stream, from)
+		lower = eventKey(stream, max(from, low))
 	}
 	it, err := tx.NewIterator(s.cf, pipeline.IterOptions{Lower: lower, Upper: upper})
 	if err != nil {
@@ -125,4 +152,41 @@ func (s *Store) refs(tx *pipeline.Txn, stream string, from uint64, limit int, ba
 		refs = append(refs, ref{binary.BigEndian.Uint64(k[len(k)-8:]), pos, idx})
 	}
 	return refs, it.Err()
+}
+
+// firstYoung returns the lowest revision in low..head whose commit is not older than
+// cutoff (head+1 when none is), by a binary search over the revisions' commit times:
+// it assumes a clock that does not go back, so commit times grow with log positions.
+// A commit not yet published is young.
+func (s *Store) firstYoung(tx *pipeline.Txn, stream string, low, head uint64, cutoff time.Time) (uint64, error) {
+	lo, hi := low, head+1 // the answer is in [lo, hi]
+	for lo < hi {
+		mid := lo + (hi-lo)/2
+		v, err := tx.GetUntracked(s.cf, eventKey(stream, mid))
+		if errors.Is(err, pipeline.ErrNotFound) { // reclaimed already: old
+			lo = mid + 1
+			continue
+		}
+		if err != nil {
+			return 0, err
+		}
+		pos, _, _, err := parseEventValue(v)
+		if err != nil {
+			return 0, err
+		}
+		young := pos > s.db.LastPosition()
+		if !young {
+			e, err := s.db.Entry(pos)
+			if err != nil {
+				return 0, err
+			}
+			young = !e.Time.Before(cutoff)
+		}
+		if young {
+			hi = mid
+		} else {
+			lo = mid + 1
+		}
+	}
+	return lo, nil
 }

@@ -1,0 +1,155 @@
+package eventstore
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/rockline/rockline/pipeline"
+)
+
+// reclaimChunk bounds the deletes of one reclaim commit.
+const reclaimChunk = 1024
+
+// Reclaim deletes the index records of the revisions that streams' states hide: below
+// a soft delete or TruncateBefore, beyond MaxCount, older than MaxAge, and every
+// record of a tombstoned stream. Reads hide those revisions already; Reclaim frees
+// their space. The log entries stay (pipeline.DB.TruncateLog is the log's own
+// retention). It commits at most 1,024 deletes at a time, each an ordinary commit, and
+// returns how many records it deleted.
+func (s *Store) Reclaim(ctx context.Context) (int, error) {
+	var streams []string
+	err := s.db.View(func(tx *pipeline.Txn) error {
+		it, err := tx.NewIterator(s.cf, pipeline.IterOptions{Lower: []byte{'s'}, Upper: []byte{'t'}})
+		if err != nil {
+			return err
+		}
+		defer it.Close()
+		for it.First(); it.Valid(); it.Next() {
+			streams = append(streams, string(it.Key()[1:]))
+		}
+		return it.Err()
+	})
+	if err != nil {
+		return 0, err
+	}
+	total := 0
+	for _, stream := range streams {
+		n, err := s.reclaimStream(ctx, stream)
+		total += n
+		if err != nil {
+			return total, err
+		}
+	}
+	return total, nil
+}
+
+// reclaimStream deletes the hidden records of one stream.
+func (s *Store) reclaimStream(ctx context.Context, stream string) (int, error) {
+	total := 0
+	for {
+		var keys [][]byte
+		err := s.db.View(func(tx *pipeline.Txn) error {
+			head, hasHead, err := s.head(tx, stream)
+			if err != nil || !hasHead {
+				return err
+			}
+			st, err := s.readState(tx, stream, false)
+			if err != nil {
+				return err
+			}
+			low := head + 1 // a tombstone hides everything
+			if !st.tombstoned {
+				low = st.lowest(head)
+				if st.MaxAge > 0 {
+					if low, err = s.firstYoung(tx, stream, low, head, time.Now().Add(-st.MaxAge)); err != nil {
+						return err
+					}
+				}
+			}
+			it, err := tx.NewIterator(s.cf, pipeline.IterOptions{Lower: eventKey(stream, 0), Upper: eventKey(stream, low)})
+			if err != nil {
+				return err
+			}
+			defer it.Close()
+			for it.First(); it.Valid() && len(keys) < reclaimChunk; it.Next() {
+				keys = append(keys, it.Key())
+			}
+			return it.Err()
+		})
+		if err != nil || len(keys) == 0 {
+			return total, err
+		}
+		if err := s.db.Update(ctx, func(tx *pipeline.Txn) error {
+			for _, k := range keys {
+				if err := tx.Delete(s.cf, k); err != nil {
+					return err
+				}
+			}
+			return nil
+		}); err != nil {
+			return total, err
+		}
+		total += len(keys)
+	}
+}
+
+// Reclaimer runs Reclaim in the background; its goroutine ends with Close, the
+// context it was started with, or the database's Close.
+type Reclaimer struct {
+	cancel    context.CancelFunc
+	done      chan struct{}
+	reclaimed atomic.Int64
+	mu        sync.Mutex
+	err       error
+}
+
+// StartReclaimer runs Reclaim now and then every interval (at least 1 ms) until ctx
+// ends, the database closes or the Reclaimer is closed. Any other Reclaim error ends
+// it too, and Close returns that error.
+func (s *Store) StartReclaimer(ctx context.Context, every time.Duration) (*Reclaimer, error) {
+	if every < time.Millisecond {
+		return nil, &pipeline.ArgumentError{Op: "StartReclaimer", Arg: "every", Reason: every.String() + " is below 1ms"}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	r := &Reclaimer{cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(r.done)
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			n, err := s.Reclaim(ctx)
+			r.reclaimed.Add(int64(n))
+			switch {
+			case ctx.Err() != nil, errors.Is(err, pipeline.ErrClosed):
+				return
+			case err != nil:
+				r.mu.Lock()
+				r.err = err
+				r.mu.Unlock()
+				return
+			}
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return r, nil
+}
+
+// Reclaimed returns how many records the Reclaimer has deleted so far.
+func (r *Reclaimer) Reclaimed() int64 { return r.reclaimed.Load() }
+
+// Close stops the Reclaimer, waits for its goroutine and returns the error that ended
+// it, if one did.
+func (r *Reclaimer) Close() error {
+	r.cancel()
+	<-r.done
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.err
+}

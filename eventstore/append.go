@@ -77,11 +77,7 @@ func (s *Store) appendTxn(op string, tx *pipeline.Txn, stream string, expected E
 	if err := pipeline.CheckEvents(op, events); err != nil {
 		return AppendResult{}, false, err
 	}
-	cur, hasHead, err := s.head(tx, stream)
-	if err != nil {
-		return AppendResult{}, false, err
-	}
-	st, err := s.readState(tx, stream, true)
+	cur, hasHead, st, err := s.head(tx, stream)
 	if err != nil {
 		return AppendResult{}, false, err
 	}
@@ -100,14 +96,9 @@ func (s *Store) appendTxn(op string, tx *pipeline.Txn, stream string, expected E
 		first = cur + 1 // after a soft delete too: revisions continue
 	}
 	last := first + uint64(len(events)) - 1
-	if err := tx.Put(s.cf, headKey(stream), binary.AppendUvarint(nil, last)); err != nil {
+	st.deleted, st.noEvents = false, false // an append recreates a deleted stream; its deleted events stay hidden
+	if err := tx.Put(s.cf, headKey(stream), encodeHead(last, st)); err != nil {
 		return AppendResult{}, false, err
-	}
-	if st.deleted { // the append recreates the stream; the deleted events stay hidden
-		st.deleted = false
-		if err := tx.Put(s.cf, stateKey(stream), st.encode()); err != nil {
-			return AppendResult{}, false, err
-		}
 	}
 	idx := tx.EventCount()
 	if err := tx.AddStreamEvents(stream, first, events...); err != nil {
@@ -123,18 +114,19 @@ func (s *Store) appendTxn(op string, tx *pipeline.Txn, stream string, expected E
 	return AppendResult{NextExpectedRevision: last}, false, nil
 }
 
-// head returns the revision of the stream's last event as tx sees it, tracking the
-// read.
-func (s *Store) head(tx *pipeline.Txn, stream string) (uint64, bool, error) {
+// head returns the revision of the stream's last event as tx sees it (hasHead false
+// when it has none) and the stream's state, tracking the read: an append, a delete and
+// a metadata change of one stream all read and write its head, so they serialise.
+func (s *Store) head(tx *pipeline.Txn, stream string) (rev uint64, hasHead bool, st streamState, err error) {
 	v, err := tx.Get(s.cf, headKey(stream))
 	if errors.Is(err, pipeline.ErrNotFound) {
-		return 0, false, nil
+		return 0, false, streamState{}, nil
 	}
 	if err != nil {
-		return 0, false, err
+		return 0, false, streamState{}, err
 	}
-	rev, err := parseHead(stream, v)
-	return rev, err == nil, err
+	rev, st, err = parseHead(stream, v)
+	return rev, err == nil && !st.noEvents, st, err
 }
 
 // alreadyAppended reports whether events (all with IDs) are already the stream's events

@@ -37,17 +37,23 @@ func FuzzDecodeState(f *testing.F) {
 	})
 }
 
-// FuzzParseEventValue: any bytes parse into an event record or an ErrCorrupt; a
-// record made by eventValue parses back to what made it.
+// FuzzParseEventValue: any bytes parse into an event record (or a head) or an
+// ErrCorrupt; a record made by eventValue parses back to what made it, and a head
+// parsed survives encodeHead.
 func FuzzParseEventValue(f *testing.F) {
 	f.Add([]byte{}, uint64(1), 0, "id")
 	f.Add(eventValue(nil, 300, eventPayload(2, "e-1")), uint64(1<<40), 7, "")
+	f.Add(encodeHead(9, streamState{deleted: true, deletedBefore: 10}), uint64(0), 0, "x")
 	f.Fuzz(func(t *testing.T, b []byte, pos uint64, idx int, id string) {
 		if _, _, _, err := parseEventValue(b); err != nil && !errors.Is(err, pipeline.ErrCorrupt) {
 			t.Fatalf("parseEventValue(%x) = %v, not ErrCorrupt", b, err)
 		}
-		if _, err := parseHead("s", b); err != nil && !errors.Is(err, pipeline.ErrCorrupt) {
-			t.Fatalf("parseHead(%x) = %v, not ErrCorrupt", b, err)
+		if rev, st, err := parseHead("s", b); err != nil {
+			if !errors.Is(err, pipeline.ErrCorrupt) {
+				t.Fatalf("parseHead(%x) = %v, not ErrCorrupt", b, err)
+			}
+		} else if r2, st2, err := parseHead("s", encodeHead(rev, st)); err != nil || r2 != rev || st2 != st {
+			t.Fatalf("parseHead(encodeHead(%d, %+v)) = %d, %+v, %v", rev, st, r2, st2, err)
 		}
 		if idx < 0 {
 			idx = -(idx + 1)

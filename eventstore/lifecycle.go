@@ -76,7 +76,7 @@ func (s *Store) GetStreamMetadata(ctx context.Context, stream string) (StreamMet
 	var st streamState
 	err := s.db.View(func(tx *pipeline.Txn) error {
 		var err error
-		st, err = s.readState(tx, stream, false)
+		_, _, st, err = s.head(tx, stream)
 		return err
 	})
 	if err == nil && st.tombstoned {
@@ -96,11 +96,7 @@ func (s *Store) changeState(ctx context.Context, op, stream string, expected *Ex
 		return 0, &pipeline.ArgumentError{Op: op, Arg: "expected", Reason: "must be Any, NoStream, StreamExists or Revision(n)"}
 	}
 	return s.db.UpdatePosition(ctx, func(tx *pipeline.Txn) error {
-		head, hasHead, err := s.head(tx, stream)
-		if err != nil {
-			return err
-		}
-		st, err := s.readState(tx, stream, true)
+		head, hasHead, st, err := s.head(tx, stream)
 		if err != nil {
 			return err
 		}
@@ -113,6 +109,10 @@ func (s *Store) changeState(ctx context.Context, op, stream string, expected *Ex
 		if !change(&st, head, hasHead) {
 			return nil
 		}
-		return tx.Put(s.cf, stateKey(stream), st.encode())
+		st.noEvents = !hasHead && !st.deleted
+		if err := tx.Put(s.cf, headKey(stream), encodeHead(head, st)); err != nil {
+			return err
+		}
+		return tx.Put(s.cf, stateKey(stream), nil)
 	})
 }

@@ -97,11 +97,7 @@ func (s *Store) readStream(ctx context.Context, op, stream string, from uint64, 
 // revisions the stream's state hides (a soft delete, MaxCount, MaxAge,
 // TruncateBefore). A tombstoned stream fails with a *StreamDeletedError.
 func (s *Store) refs(tx *pipeline.Txn, stream string, from uint64, limit int, backward bool) ([]ref, error) {
-	head, hasHead, err := s.head(tx, stream)
-	if err != nil {
-		return nil, err
-	}
-	st, err := s.readState(tx, stream, false)
+	head, hasHead, st, err := s.head(tx, stream)
 	if err != nil {
 		return nil, err
 	}

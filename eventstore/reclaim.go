@@ -52,12 +52,8 @@ func (s *Store) reclaimStream(ctx context.Context, stream string) (int, error) {
 	for {
 		var keys [][]byte
 		err := s.db.View(func(tx *pipeline.Txn) error {
-			head, hasHead, err := s.head(tx, stream)
+			head, hasHead, st, err := s.head(tx, stream)
 			if err != nil || !hasHead {
-				return err
-			}
-			st, err := s.readState(tx, stream, false)
-			if err != nil {
 				return err
 			}
 			low := head + 1 // a tombstone hides everything

@@ -2,7 +2,6 @@ package eventstore
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"time"
 
@@ -22,28 +21,36 @@ type StreamMetadata struct {
 	TruncateBefore uint64
 }
 
-// streamState is the 's' record of a stream: its metadata and its deletion.
+// streamState is a stream's metadata and deletion, kept in its head record after the
+// last revision (see Store), so the one read an append makes of the head gives both:
 //
-//	's' stream -> version 1, flags (bit 0 soft-deleted, bit 1 tombstoned),
-//	              uvarint(truncate before), uvarint(max count), uvarint(max age in ns),
-//	              uvarint(deleted before)
+//	state = version 1, flags (bit 0 soft-deleted, bit 1 tombstoned, bit 2 no events:
+//	        the head's revision means nothing), uvarint(truncate before),
+//	        uvarint(max count), uvarint(max age in ns), uvarint(deleted before)
 //
-// A soft delete sets deletedBefore to the next revision and the deleted flag; the next
+// A head without state bytes has none (every head written before states existed). A
+// soft delete sets deletedBefore to the next revision and the deleted flag; the next
 // append clears the flag and its revisions continue from there, the deleted ones
 // staying hidden whatever the metadata says. A tombstone is final.
 type streamState struct {
 	StreamMetadata
-	deletedBefore       uint64
-	deleted, tombstoned bool
+	deletedBefore                 uint64
+	deleted, tombstoned, noEvents bool
 }
 
 const (
 	stateVersion    = 1
 	stateDeleted    = 1 << 0
 	stateTombstoned = 1 << 1
+	stateNoEvents   = 1 << 2
 )
 
+// stateKey is the key of a stream's entry in the index of streams with a state, which
+// Reclaim walks; its value is empty, and nothing on the append path reads it.
 func stateKey(stream string) []byte { return append([]byte{'s'}, stream...) }
+
+// zero reports whether st holds nothing, so the head needs no state bytes.
+func (st streamState) zero() bool { return st == streamState{} }
 
 func (st streamState) encode() []byte {
 	var flags byte
@@ -52,6 +59,9 @@ func (st streamState) encode() []byte {
 	}
 	if st.tombstoned {
 		flags |= stateTombstoned
+	}
+	if st.noEvents {
+		flags |= stateNoEvents
 	}
 	b := []byte{stateVersion, flags}
 	b = binary.AppendUvarint(b, st.TruncateBefore)
@@ -71,10 +81,10 @@ func decodeState(stream string, v []byte) (streamState, error) {
 	if v[0] != stateVersion {
 		return bad(fmt.Sprintf("version %d", v[0]))
 	}
-	if v[1]&^(stateDeleted|stateTombstoned) != 0 {
+	if v[1]&^(stateDeleted|stateTombstoned|stateNoEvents) != 0 {
 		return bad(fmt.Sprintf("unknown flags %#x", v[1]))
 	}
-	st := streamState{deleted: v[1]&stateDeleted != 0, tombstoned: v[1]&stateTombstoned != 0}
+	st := streamState{deleted: v[1]&stateDeleted != 0, tombstoned: v[1]&stateTombstoned != 0, noEvents: v[1]&stateNoEvents != 0}
 	rest := v[2:]
 	var fields [4]uint64
 	for i := range fields {
@@ -92,23 +102,6 @@ func decodeState(stream string, v []byte) (streamState, error) {
 	}
 	st.TruncateBefore, st.MaxCount, st.MaxAge, st.deletedBefore = fields[0], fields[1], time.Duration(fields[2]), fields[3]
 	return st, nil
-}
-
-// readState reads a stream's state in tx (tracked: a concurrent delete or metadata
-// change conflicts with the reader's commit).
-func (s *Store) readState(tx *pipeline.Txn, stream string, tracked bool) (streamState, error) {
-	get := tx.GetUntracked
-	if tracked {
-		get = tx.Get
-	}
-	v, err := get(s.cf, stateKey(stream))
-	if errors.Is(err, pipeline.ErrNotFound) {
-		return streamState{}, nil
-	}
-	if err != nil {
-		return streamState{}, err
-	}
-	return decodeState(stream, v)
 }
 
 // lowest returns the lowest revision readers may see of a stream whose last revision

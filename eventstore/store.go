@@ -22,9 +22,10 @@ const MaxStreamNameLen = 1024
 //
 // The family's key layout, which nothing outside this package reads:
 //
-//	'h' stream                 -> uvarint(last revision)
+//	'h' stream                 -> uvarint(last revision) [state: deletes, metadata]
 //	'r' stream 0x00 BE64(rev)  -> uvarint(position) uvarint(index in entry) event id
 //	'p' projection name        -> uvarint(last log position applied)
+//	's' stream                 -> empty: the stream has a state (Reclaim's index)
 //
 // A head is read with tracking and written with Txn.Put, so two appends that expect
 // the same revision conflict and exactly one wins. An event record names its commit's
@@ -105,10 +106,27 @@ func parseEventValue(v []byte) (pos uint64, idx int, id string, err error) {
 	return pos, int(i), string(v[n+m:]), nil
 }
 
-func parseHead(stream string, v []byte) (uint64, error) {
+// encodeHead is a head record: the last revision, then the state when there is one.
+func encodeHead(last uint64, st streamState) []byte {
+	b := binary.AppendUvarint(nil, last)
+	if st.zero() {
+		return b
+	}
+	return append(b, st.encode()...)
+}
+
+// parseHead parses a head record into the last revision and the state.
+func parseHead(stream string, v []byte) (uint64, streamState, error) {
 	rev, n := binary.Uvarint(v)
 	if n <= 0 {
-		return 0, fmt.Errorf("%w: head of stream %q holds %x", pipeline.ErrCorrupt, stream, v)
+		return 0, streamState{}, fmt.Errorf("%w: head of stream %q holds %x", pipeline.ErrCorrupt, stream, v)
 	}
-	return rev, nil
+	if n == len(v) {
+		return rev, streamState{}, nil
+	}
+	st, err := decodeState(stream, v[n:])
+	if err == nil && st.zero() {
+		err = fmt.Errorf("%w: head of stream %q holds %x: an empty state", pipeline.ErrCorrupt, stream, v)
+	}
+	return rev, st, err
 }

@@ -3,7 +3,9 @@ package eventstore_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -277,5 +279,48 @@ func TestReclaimer(t *testing.T) {
 	}
 	if err := r.Close(); err != nil {
 		t.Errorf("Close of a reclaimer whose database closed = %v", err)
+	}
+}
+
+// TestDeleteRacingAppend: a soft delete and an append of the same stream, racing, end
+// as one of the two serial orders: append then delete (the stream reads empty) or
+// delete then append (it reads the new event alone), never a mix.
+func TestDeleteRacingAppend(t *testing.T) {
+	for _, pol := range policies {
+		t.Run(pol, func(t *testing.T) {
+			_, es, _ := openStore(t, pipeline.Config{Validation: pol, Lanes: 2})
+			orders := map[string]int{}
+			for round := range 30 {
+				stream := fmt.Sprintf("s%d", round)
+				seedStream(t, es, stream, 2)
+				start := make(chan struct{})
+				errs := make([]error, 2)
+				var wg sync.WaitGroup
+				wg.Go(func() {
+					<-start
+					_, errs[0] = es.Append(ctx, stream, eventstore.Any, eventstore.Event{ID: "new", Type: "t"})
+				})
+				wg.Go(func() {
+					<-start
+					_, errs[1] = es.DeleteStream(ctx, stream, eventstore.Any)
+				})
+				close(start)
+				wait(t, wg.Wait, "the racing append and delete")
+				for i, err := range errs {
+					if err != nil {
+						t.Fatalf("round %d, call %d: %v", round, i, err)
+					}
+				}
+				switch evs := streamEvents(t, es, stream); {
+				case len(evs) == 0:
+					orders["append, delete"]++
+				case len(evs) == 1 && evs[0].ID == "new" && evs[0].Revision == 2:
+					orders["delete, append"]++
+				default:
+					t.Fatalf("round %d: stream reads %+v, neither serial order", round, evs)
+				}
+			}
+			t.Logf("orders seen: %v", orders)
+		})
 	}
 }

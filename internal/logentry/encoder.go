@@ -47,16 +47,22 @@ func NewEncoder(dst []byte, position uint64, unixNano int64, filler bool, nEvent
 	if filler && (nEvents != 0 || nWrites != 0) {
 		panic(fmt.Sprintf("logentry: filler entry at position %d with %d events and %d writes", position, nEvents, nWrites))
 	}
+	var flags byte
+	if filler {
+		flags = flagFiller
+	}
+	return newEncoder(dst, position, unixNano, flags, nEvents, nWrites)
+}
+
+// newEncoder writes the header with flags and returns the Encoder of the rest.
+func newEncoder(dst []byte, position uint64, unixNano int64, flags byte, nEvents, nWrites int) Encoder {
 	e := Encoder{
 		start:      len(dst),
 		eventsLeft: nEvents,
 		writesLeft: nWrites,
 		nWrites:    nWrites,
 		state:      encoderOpen,
-	}
-	var flags byte
-	if filler {
-		flags = flagFiller
+		streams:    flags&flagStreams != 0,
 	}
 	e.buf = appendHeader(dst, position, unixNano, flags, nEvents)
 	if nEvents == 0 {
@@ -73,16 +79,7 @@ func NewStreamEncoder(dst []byte, position uint64, unixNano int64, nEvents, nWri
 	if nEvents < 1 || nWrites < 0 {
 		panic(fmt.Sprintf("logentry: NewStreamEncoder with %d events and %d writes (at least one event needed)", nEvents, nWrites))
 	}
-	e := Encoder{
-		start:      len(dst),
-		eventsLeft: nEvents,
-		writesLeft: nWrites,
-		nWrites:    nWrites,
-		state:      encoderOpen,
-		streams:    true,
-	}
-	e.buf = appendHeader(dst, position, unixNano, flagStreams, nEvents)
-	return e
+	return newEncoder(dst, position, unixNano, flagStreams, nEvents, nWrites)
 }
 
 func (e *Encoder) mustBeOpen(method string) {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"context"
 	"encoding/json"
 	"io"
@@ -17,6 +18,7 @@ import (
 	"go.uber.org/fx"
 	"go.uber.org/goleak"
 
+	"github.com/rockline/rockline/eventstore"
 	"github.com/rockline/rockline/examples/bank/bankapp"
 	"github.com/rockline/rockline/internal/testhooks"
 	"github.com/rockline/rockline/pipeline"
@@ -67,7 +69,7 @@ func TestAppServesAPIAndMetrics(t *testing.T) {
 }
 
 func TestHandlerStatuses(t *testing.T) {
-	_, url, client := newBank(t, pipeline.Config{})
+	_, url, client := newBank(t, pipeline.Config{}, true)
 	for _, id := range []string{"a", "b"} {
 		if st, body := do(t, client, "POST", url+"/accounts", `{"id":"`+id+`","balance":100}`); st != http.StatusCreated {
 			t.Fatalf("open %s: %d %s", id, st, body)
@@ -96,6 +98,9 @@ func TestHandlerStatuses(t *testing.T) {
 		{"transfer", "POST", "/transfers", `{"from":"a","to":"b","amount":30}`, 200, "", ""},
 		{"balance", "GET", "/accounts/b", "", 200, "", ""},
 		{"balance unknown", "GET", "/accounts/nobody", "", 404, "", "nobody"},
+		{"activity", "GET", "/accounts/b/activity", "", 200, "", ""},
+		{"activity at a bad position", "GET", "/accounts/b/activity?at=first", "", 400, "at", ""},
+		{"activity bad id", "GET", "/accounts/a%20b/activity", "", 400, "id", ""},
 		{"wrong method", "DELETE", "/accounts/a", "", 405, "", ""},
 	}
 	for _, tc := range tests {
@@ -159,7 +164,7 @@ func conflictingTransfer(t *testing.T, g *gate, url string, client *http.Client)
 
 func TestConflictRetried(t *testing.T) {
 	g := newGate()
-	bank, url, client := newBank(t, testhooks.With(pipeline.Config{}, &testhooks.Hooks{AfterAdmit: g.hook}))
+	bank, url, client := newBank(t, testhooks.With(pipeline.Config{}, &testhooks.Hooks{AfterAdmit: g.hook}), false)
 	openAll(t, url, client, "a", "b", "c")
 	if st := conflictingTransfer(t, g, url, client); st != 200 {
 		t.Fatalf("conflicting transfer: status %d; want 200 after a retry", st)
@@ -172,7 +177,7 @@ func TestConflictRetried(t *testing.T) {
 
 func TestConflictExhaustingRetriesIs409(t *testing.T) {
 	g := newGate()
-	bank, url, client := newBank(t, testhooks.With(pipeline.Config{MaxAttempts: 1}, &testhooks.Hooks{AfterAdmit: g.hook}))
+	bank, url, client := newBank(t, testhooks.With(pipeline.Config{MaxAttempts: 1}, &testhooks.Hooks{AfterAdmit: g.hook}), false)
 	openAll(t, url, client, "a", "b", "c")
 	if st := conflictingTransfer(t, g, url, client); st != http.StatusConflict {
 		t.Fatalf("conflicting transfer: status %d; want 409", st)
@@ -183,7 +188,7 @@ func TestConflictExhaustingRetriesIs409(t *testing.T) {
 // Concurrent transfers over real HTTP (the -load code, bounded by count) keep the
 // total.
 func TestConcurrentTransfersConserveMoney(t *testing.T) {
-	bank, url, _ := newBank(t, pipeline.Config{})
+	bank, url, client := newBank(t, pipeline.Config{}, true)
 	rep, err := bankapp.RunLoad(context.Background(), url, bank, bankapp.LoadOptions{
 		Duration: time.Minute, MaxRequests: 600, Accounts: 6, OpeningBalance: 300, Workers: 8,
 	})
@@ -197,9 +202,31 @@ func TestConcurrentTransfersConserveMoney(t *testing.T) {
 		t.Fatalf("total %d accounts, %d money, %v", n, sum, err)
 	}
 	t.Logf("%s", rep)
+
+	// The activity read model, read once it reflects every transfer: every transfer
+	// counted once out and once in, as much money received as sent.
+	var out, in, sent, received int64
+	at := bank.DB().LastPosition()
+	for i := range 6 {
+		id := fmt.Sprintf("acct-%03d", i) // RunLoad's account names
+		st, body := do(t, client, "GET", url+"/accounts/"+id+"/activity?at="+itoa(int64(at)), "")
+		if st != http.StatusOK {
+			t.Fatalf("activity of %s: %d %s", id, st, body)
+		}
+		var acc bankapp.AccountActivity
+		if err := json.Unmarshal([]byte(body), &acc); err != nil {
+			t.Fatal(err)
+		}
+		out, in, sent, received = out+acc.Out, in+acc.In, sent+acc.Sent, received+acc.Received
+	}
+	if out != int64(rep.OK) || in != out || sent != received || sent == 0 {
+		t.Errorf("read model: %d transfers out, %d in, %d sent, %d received; want %d each way and sent = received", out, in, sent, received, rep.OK)
+	}
 }
 
-func newBank(t *testing.T, cfg pipeline.Config) (*bankapp.Bank, string, *http.Client) {
+// newBank serves a bank on a fresh database; withActivity also runs its read model
+// (tests that park a chosen commit leave it out: its commits would be parked too).
+func newBank(t *testing.T, cfg pipeline.Config, withActivity bool) (*bankapp.Bank, string, *http.Client) {
 	t.Helper()
 	db, err := pipeline.Open(t.TempDir(), cfg)
 	if err != nil {
@@ -210,12 +237,27 @@ func newBank(t *testing.T, cfg pipeline.Config) (*bankapp.Bank, string, *http.Cl
 			t.Error(err)
 		}
 	})
-	bank, err := bankapp.NewBank(db)
+	es, err := eventstore.New(db)
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(bankapp.NewHandler(bank, tracenoop.NewTracerProvider(), metricnoop.NewMeterProvider()))
-	t.Cleanup(srv.Close) // runs before db.Close: handlers are done first
+	bank, err := bankapp.NewBank(db, es)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var activity *bankapp.Activity
+	if withActivity {
+		if activity, err = bankapp.StartActivity(db, es); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			if err := activity.Close(); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	srv := httptest.NewServer(bankapp.NewHandler(bank, activity, tracenoop.NewTracerProvider(), metricnoop.NewMeterProvider()))
+	t.Cleanup(srv.Close) // runs before the projection and db close: handlers are done first
 	return bank, srv.URL, srv.Client()
 }
 

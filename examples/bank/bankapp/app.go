@@ -31,8 +31,8 @@ type Config struct {
 }
 
 // Options is the bank's fx graph: telemetry (providers plus a Prometheus registry), the
-// rockline database (pipelinefx.Module, fed the providers), the Bank, its handler and
-// the HTTP server. Stop runs in reverse: the server drains, the database closes, then
+// rockline database and event store (pipelinefx.Module, fed the providers), the Bank,
+// its Activity read model, the handler and the HTTP server. Stop runs in reverse: the server drains, the database closes, then
 // the providers flush. A non-loopback Addr fails the app before anything is opened.
 func Options(cfg Config) fx.Option {
 	if err := CheckLoopback(cfg.Addr); err != nil {
@@ -45,6 +45,7 @@ func Options(cfg Config) fx.Option {
 			func(t *Telemetry) trace.TracerProvider { return t.Providers.TracerProvider },
 			func(t *Telemetry) metric.MeterProvider { return t.Providers.MeterProvider },
 			NewBank,
+			NewActivity,
 			NewHandler,
 			NewServer,
 		),

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
@@ -39,10 +40,10 @@ type ErrorBody struct {
 	Balance *int64 `json:"balance,omitempty"`
 }
 
-// NewHandler returns the bank's JSON API. Each route is wrapped with otelhttp, so every
+// NewHandler returns the bank's JSON API (without the activity route when a is nil). Each route is wrapped with otelhttp, so every
 // request gets a server span named after its route (e.g. "POST /transfers", with
 // http.route) that is the parent of the rockline.commit spans of its transaction.
-func NewHandler(b *Bank, tp trace.TracerProvider, mp metric.MeterProvider) http.Handler {
+func NewHandler(b *Bank, a *Activity, tp trace.TracerProvider, mp metric.MeterProvider) http.Handler {
 	mux := http.NewServeMux()
 	route := func(pattern string, h http.HandlerFunc) {
 		// Inside the mux, so the request's pattern is known when the span starts.
@@ -51,7 +52,35 @@ func NewHandler(b *Bank, tp trace.TracerProvider, mp metric.MeterProvider) http.
 	route("POST /accounts", b.openAccount)
 	route("GET /accounts/{id}", b.getAccount)
 	route("POST /transfers", b.transfer)
+	if a != nil {
+		route("GET /accounts/{id}/activity", a.get)
+	}
 	return mux
+}
+
+// get answers GET /accounts/{id}/activity[?at=position]: the account's activity read
+// model, once it reflects the log position at when given (read your writes).
+func (a *Activity) get(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	if !validID(id) {
+		badField(w, "id", "must be 1..64 characters of A-Z a-z 0-9 . _ -")
+		return
+	}
+	var at uint64
+	if v := r.URL.Query().Get("at"); v != "" {
+		n, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			badField(w, "at", "must be a log position (a non-negative integer)")
+			return
+		}
+		at = n
+	}
+	acc, err := a.Of(r.Context(), id, at)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, acc)
 }
 
 func (b *Bank) openAccount(w http.ResponseWriter, r *http.Request) {

@@ -1,5 +1,7 @@
 // Package bankapp is the bank example's reusable part: a store of account balances on
-// rockline, its JSON HTTP handler, the fx wiring and a built-in load generator.
+// rockline that records every change as events on the account's stream, an activity
+// read model kept by an exactly-once projection of them, the JSON HTTP handler, the
+// fx wiring and a built-in load generator.
 // examples/bank is a thin command over it; test/e2e drives it against a real Jaeger.
 package bankapp
 
@@ -10,6 +12,7 @@ import (
 	"fmt"
 	"sync/atomic"
 
+	"github.com/rockline/rockline/eventstore"
 	"github.com/rockline/rockline/pipeline"
 )
 
@@ -38,6 +41,7 @@ func (e *AccountError) Unwrap() error { return e.Err }
 // on conflicts; Stats counts the attempts.
 type Bank struct {
 	db *pipeline.DB
+	es *eventstore.Store
 	cf *pipeline.ColumnFamily
 
 	transfers atomic.Int64 // Transfer calls
@@ -50,14 +54,19 @@ type Stats struct {
 	Attempts  int64 // runs of the Update function; Attempts-Transfers were conflict retries
 }
 
-// NewBank uses (or creates) the accounts family of db.
-func NewBank(db *pipeline.DB) (*Bank, error) {
+// NewBank uses (or creates) the accounts family of db. Every change also records an
+// event on the account's stream in es ("account-<id>"), in the same transaction: the
+// Activity read model is projected from them.
+func NewBank(db *pipeline.DB, es *eventstore.Store) (*Bank, error) {
 	cf, err := db.EnsureColumnFamily(Family)
 	if err != nil {
 		return nil, err
 	}
-	return &Bank{db: db, cf: cf}, nil
+	return &Bank{db: db, es: es, cf: cf}, nil
 }
+
+// DB returns the database the bank keeps its accounts in.
+func (b *Bank) DB() *pipeline.DB { return b.db }
 
 // Stats returns the transfer counters.
 func (b *Bank) Stats() Stats {
@@ -72,7 +81,10 @@ func (b *Bank) Open(ctx context.Context, id string, balance int64) error {
 		} else if !errors.Is(err, pipeline.ErrNotFound) {
 			return err
 		}
-		return tx.Put(b.cf, []byte(id), encodeBalance(balance))
+		if err := tx.Put(b.cf, []byte(id), encodeBalance(balance)); err != nil {
+			return err
+		}
+		return recordMoney(b.es, tx, id, EventOpened, moneyEvent{Amount: balance})
 	})
 }
 
@@ -97,7 +109,13 @@ func (b *Bank) Transfer(ctx context.Context, from, to string, amount int64) erro
 		if err := tx.Put(b.cf, []byte(from), encodeBalance(fb-amount)); err != nil {
 			return err
 		}
-		return tx.Put(b.cf, []byte(to), encodeBalance(tb+amount))
+		if err := tx.Put(b.cf, []byte(to), encodeBalance(tb+amount)); err != nil {
+			return err
+		}
+		if err := recordMoney(b.es, tx, from, EventDebited, moneyEvent{Amount: amount, Other: to}); err != nil {
+			return err
+		}
+		return recordMoney(b.es, tx, to, EventCredited, moneyEvent{Amount: amount, Other: from})
 	})
 }
 

@@ -27,6 +27,7 @@ import (
 
 type config struct {
 	quick                         bool
+	eventCount                    int
 	duration, runTimeout          time.Duration
 	rounds                        int
 	engines                       []string
@@ -90,7 +91,8 @@ func parseFlags() (*config, string) {
 	fs.DurationVar(&c.runTimeout, "run-timeout", 90*time.Second, "a run taking longer than its duration plus this aborts the process")
 	fs.IntVar(&c.rounds, "rounds", 3, "rounds per scenario (figures are medians, with min and max)")
 	engines := fs.String("engines", "", "engines compared: any of "+strings.Join(allKinds, ",")+" (default: all full; all but "+kindBadger+" quick)")
-	scen := fs.String("scenarios", "", "scenarios to run: a (workers × keys grid), b (four databases), c (async/sync mix), d (conflicts), e (WAL off/on), f (bucket sweep on c), memory, tracing (default: all full; a,b,c,d,memory,tracing quick)")
+	scen := fs.String("scenarios", "", "scenarios to run: a (workers × keys grid), b (four databases), c (async/sync mix), d (conflicts), e (WAL off/on), f (bucket sweep on c), memory, tracing, events (projections and filtered subscriptions) (default: all full; a,b,c,d,memory,tracing,events quick)")
+	fs.IntVar(&c.eventCount, "event-count", 0, "events scenario: events per run (default 20000 quick, 100000 full)")
 	workers := fs.String("workers", "2,4,8", "scenario a: workers (crossed with --keys unless --grid is given)")
 	keys := fs.String("keys", "1,64,1000", "scenario a: keys per transaction")
 	grid := fs.String("grid", "", "scenario a: explicit W:K pairs, e.g. 4:64,2:1000 (default quick: 4:64,2:1000)")
@@ -133,7 +135,13 @@ func parseFlags() (*config, string) {
 			}
 		}
 	}
-	def(scen, "a,b,c,d,memory,tracing", "a,b,c,d,e,f,memory,tracing")
+	def(scen, "a,b,c,d,memory,tracing,events", "a,b,c,d,e,f,memory,tracing,events")
+	if c.eventCount == 0 {
+		c.eventCount = 100000
+		if c.quick {
+			c.eventCount = 20000
+		}
+	}
 	def(engines, strings.Join(quickKinds, ","), strings.Join(allKinds, ","))
 	def(inflight, "2", "1,4")
 	def(msizes, "64,512", "64,128,256,512")
@@ -181,8 +189,8 @@ func parseFlags() (*config, string) {
 	}
 	c.scenarios = map[string]bool{}
 	for _, s := range strList(*scen) {
-		if !slices.Contains([]string{"a", "b", "c", "d", "e", "f", "memory", "tracing"}, s) {
-			errs = append(errs, fmt.Sprintf("unknown scenario %q (want a,b,c,d,e,f,memory,tracing)", s))
+		if !slices.Contains([]string{"a", "b", "c", "d", "e", "f", "memory", "tracing", "events"}, s) {
+			errs = append(errs, fmt.Sprintf("unknown scenario %q (want a,b,c,d,e,f,memory,tracing,events)", s))
 		}
 		c.scenarios[s] = true
 	}
@@ -345,6 +353,9 @@ func main() {
 		memVariants = len(memoryVariants(cfg))
 		est += time.Duration(memVariants) * 3 * time.Second
 	}
+	if cfg.scenarios["events"] { // seeding dominates: about 40 µs an event on 2 cores
+		est += time.Duration(cfg.rounds*len(eventsVariants)*cfg.eventCount) * 40 * time.Microsecond
+	}
 	mtRuns := 0
 	if cfg.memtable {
 		mtRuns = len(cfg.memtableEngines) * len(cfg.memtableSizes) * len(cfg.memtableCounts)
@@ -428,6 +439,17 @@ func main() {
 			}
 		}
 	}
+	var evs [][]eventsResult
+	if cfg.scenarios["events"] {
+		evs = runEvents(cfg, progress, emit)
+		for _, runs := range evs {
+			for _, r := range runs {
+				if r.Error != "" {
+					failed = true
+				}
+			}
+		}
+	}
 	var mt []memtableResult
 	if cfg.memtable {
 		mt = runMemtableSweep(cfg, progress, emit)
@@ -452,6 +474,10 @@ func main() {
 	if len(mem) > 0 {
 		fmt.Fprintf(w, "\n### Memory of empty databases\n\n")
 		writeMemoryTable(w, mem)
+	}
+	if len(evs) > 0 {
+		fmt.Fprintf(w, "\n### Event store: projections and filtered subscriptions\n\n")
+		writeEventsTable(w, evs, cfg.eventCount)
 	}
 	if len(mt) > 0 {
 		fmt.Fprintf(w, "\n### Memtable sweep\n\n")

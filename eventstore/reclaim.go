@@ -10,15 +10,13 @@ import (
 	"github.com/rockline/rockline/pipeline"
 )
 
-// reclaimChunk bounds the deletes of one reclaim commit.
-const reclaimChunk = 1024
-
 // Reclaim deletes the index records of the revisions that streams' states hide: below
 // a soft delete or TruncateBefore, beyond MaxCount, older than MaxAge, and every
 // record of a tombstoned stream. Reads hide those revisions already; Reclaim frees
 // their space. The log entries stay (pipeline.DB.TruncateLog is the log's own
-// retention). It commits at most 1,024 deletes at a time, each an ordinary commit, and
-// returns how many records it deleted.
+// retention). Each stream's hidden records go in one range delete
+// (pipeline.Txn.DeleteRange), an ordinary commit; Reclaim returns how many records it
+// deleted.
 func (s *Store) Reclaim(ctx context.Context) (int, error) {
 	var streams []string
 	err := s.db.View(func(tx *pipeline.Txn) error {
@@ -46,50 +44,44 @@ func (s *Store) Reclaim(ctx context.Context) (int, error) {
 	return total, nil
 }
 
-// reclaimStream deletes the hidden records of one stream.
+// reclaimStream deletes the hidden records of one stream with one range delete, in a
+// transaction that reads the head with tracking: a metadata change or delete racing it
+// conflicts, and the retry computes the range again.
 func (s *Store) reclaimStream(ctx context.Context, stream string) (int, error) {
-	total := 0
-	for {
-		var keys [][]byte
-		err := s.db.View(func(tx *pipeline.Txn) error {
-			head, hasHead, st, err := s.head(tx, stream)
-			if err != nil || !hasHead {
-				return err
-			}
-			low := head + 1 // a tombstone hides everything
-			if !st.tombstoned {
-				low = st.lowest(head)
-				if st.MaxAge > 0 {
-					if low, err = s.firstYoung(tx, stream, low, head, time.Now().Add(-st.MaxAge)); err != nil {
-						return err
-					}
-				}
-			}
-			it, err := tx.NewIterator(s.cf, pipeline.IterOptions{Lower: eventKey(stream, 0), Upper: eventKey(stream, low)})
-			if err != nil {
-				return err
-			}
-			defer it.Close()
-			for it.First(); it.Valid() && len(keys) < reclaimChunk; it.Next() {
-				keys = append(keys, it.Key())
-			}
-			return it.Err()
-		})
-		if err != nil || len(keys) == 0 {
-			return total, err
+	n := 0
+	err := s.db.Update(ctx, func(tx *pipeline.Txn) error {
+		n = 0
+		head, hasHead, st, err := s.head(tx, stream)
+		if err != nil || !hasHead {
+			return err
 		}
-		if err := s.db.Update(ctx, func(tx *pipeline.Txn) error {
-			for _, k := range keys {
-				if err := tx.Delete(s.cf, k); err != nil {
+		low := head + 1 // a tombstone hides everything
+		if !st.tombstoned {
+			low = st.lowest(head)
+			if st.MaxAge > 0 {
+				if low, err = s.firstYoung(tx, stream, low, head, time.Now().Add(-st.MaxAge)); err != nil {
 					return err
 				}
 			}
-			return nil
-		}); err != nil {
-			return total, err
 		}
-		total += len(keys)
+		it, err := tx.NewIterator(s.cf, pipeline.IterOptions{Lower: eventKey(stream, 0), Upper: eventKey(stream, low)})
+		if err != nil {
+			return err
+		}
+		for it.First(); it.Valid(); it.Next() {
+			n++
+		}
+		err = it.Err()
+		it.Close()
+		if err != nil || n == 0 {
+			return err
+		}
+		return tx.DeleteRange(s.cf, eventKey(stream, 0), eventKey(stream, low))
+	})
+	if err != nil {
+		return 0, err
 	}
+	return n, nil
 }
 
 // Reclaimer runs Reclaim in the background; its goroutine ends with Close, the

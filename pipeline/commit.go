@@ -239,6 +239,11 @@ func (t *Txn) claim() ([]*storage.Family, error) {
 			return nil, err
 		}
 	}
+	for _, r := range t.ranges {
+		if err := take(r.family); err != nil {
+			return nil, err
+		}
+	}
 	for _, f := range t.readFams {
 		if err := take(f); err != nil {
 			return nil, err
@@ -263,19 +268,20 @@ func (t *Txn) record() *validators.Commit {
 		Writes:    t.writes,
 		Ops:       t.ops,
 		Batch:     t.batch,
-		HasRecord: len(t.events) > 0 || len(t.positioned) > 0,
+		HasRecord: len(t.events) > 0 || len(t.positioned) > 0 || len(t.ranges) > 0,
 		Owner:     &commitOwner{entry: t.encodeEntry},
 	}
 }
 
 // encodeEntry is the transaction's Env.Entry: it encodes the log entry with every event
-// and write, and adds the PutAtCommit writes, which need the position, to b.
+// and write, and adds to b (after the ops it holds) the DeleteRange deletions and the
+// PutAtCommit writes, which need the position.
 func (t *Txn) encodeEntry(b *storage.Batch, dst []byte, pos uint64, unixNano int64) ([]byte, error) {
 	var enc logentry.Encoder
 	if t.streamEvents > 0 {
-		enc = logentry.NewStreamEncoder(dst, pos, unixNano, len(t.events), len(t.ops)+len(t.positioned))
+		enc = logentry.NewStreamEncoder(dst, pos, unixNano, len(t.events), len(t.ops)+len(t.ranges)+len(t.positioned))
 	} else {
-		enc = logentry.NewEncoder(dst, pos, unixNano, false, len(t.events), len(t.ops)+len(t.positioned))
+		enc = logentry.NewEncoder(dst, pos, unixNano, false, len(t.events), len(t.ops)+len(t.ranges)+len(t.positioned))
 	}
 	for i := range t.events {
 		e := &t.events[i]
@@ -283,6 +289,12 @@ func (t *Txn) encodeEntry(b *storage.Batch, dst []byte, pos uint64, unixNano int
 	}
 	for _, op := range t.ops {
 		enc.Write(op.Family.QualifiedName(), op.Key, op.Value, op.Delete)
+	}
+	for _, r := range t.ranges { // after the ops in the batch too: b holds them already
+		if err := b.DeleteRange(r.family, r.start, r.end); err != nil {
+			return nil, t.mapBatchErr(r.family, err)
+		}
+		enc.DeleteRange(r.family.QualifiedName(), r.start, r.end)
 	}
 	var scratch []byte
 	for _, p := range t.positioned {

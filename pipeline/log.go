@@ -27,13 +27,15 @@ type LogEntry struct {
 
 // LogWrite is one write of a commit: a put of Value, or a Delete, of Key in the given
 // generation of Family (1 for a family never dropped; a family re-created after a drop
-// is a new generation, so a replay can tell its writes from the old one's).
+// is a new generation, so a replay can tell its writes from the old one's). With Range
+// it is a Txn.DeleteRange of every key in [Key, Value) (Delete is then false).
 type LogWrite struct {
 	Family     string
 	Generation int
 	Key        []byte
 	Value      []byte
 	Delete     bool
+	Range      bool
 }
 
 // FamilyChange is the creation, or with Dropped the drop, of one generation of a
@@ -173,7 +175,7 @@ func decodeEntry(pos uint64, raw []byte) (LogEntry, error) {
 		out.Writes = make([]LogWrite, len(e.Writes))
 		for i, w := range e.Writes {
 			name, gen := storage.ParseQualifiedName(w.Family)
-			out.Writes[i] = LogWrite{Family: name, Generation: gen, Key: w.Key, Value: w.Value, Delete: w.Delete}
+			out.Writes[i] = LogWrite{Family: name, Generation: gen, Key: w.Key, Value: w.Value, Delete: w.Delete, Range: w.Range}
 		}
 	}
 	if len(e.Families) > 0 {

@@ -71,6 +71,9 @@ func (db *DB) replayEntry(e LogEntry) error {
 	// holds storage's family lock while the batch is written.
 	fams := make([]*storage.Family, len(e.Writes))
 	for i, w := range e.Writes {
+		if w.Range && w.Delete {
+			return &ArgumentError{Op: "Replay", Arg: "entries", Reason: fmt.Sprintf("position %d write %d is both a Delete and a Range", e.Position, i)}
+		}
 		f, err := db.replayFamily(w.Family, w.Generation)
 		if err != nil {
 			return fmt.Errorf("write %d: %w", i, err)
@@ -84,9 +87,12 @@ func (db *DB) replayEntry(e LogEntry) error {
 				continue // a late write to a generation the source had already dropped
 			}
 			var err error
-			if w.Delete {
+			switch {
+			case w.Range:
+				err = b.DeleteRange(f, w.Key, w.Value)
+			case w.Delete:
 				err = b.Delete(f, w.Key)
-			} else {
+			default:
 				err = b.Put(f, w.Key, w.Value)
 			}
 			if err != nil {
@@ -195,7 +201,7 @@ func toInternal(e LogEntry) *logentry.Entry {
 		out.Events = append(out.Events, logentry.Event{ID: ev.ID, Type: ev.Type, Data: ev.Data, Metadata: ev.Metadata, Stream: ev.Stream, Revision: ev.Revision})
 	}
 	for _, w := range e.Writes {
-		out.Writes = append(out.Writes, logentry.Write{Family: storage.QualifiedName(w.Family, w.Generation), Key: w.Key, Value: w.Value, Delete: w.Delete})
+		out.Writes = append(out.Writes, logentry.Write{Family: storage.QualifiedName(w.Family, w.Generation), Key: w.Key, Value: w.Value, Delete: w.Delete, Range: w.Range})
 	}
 	for _, f := range e.Families {
 		out.Families = append(out.Families, logentry.FamilyOp{Family: storage.QualifiedName(f.Family, f.Generation), Drop: f.Dropped})

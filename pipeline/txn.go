@@ -40,6 +40,8 @@ type Txn struct {
 	readFams []*storage.Family
 	// positioned are the PutAtCommit writes, made at commit (see positioned.go).
 	positioned []positionedPut
+	// ranges are the DeleteRange deletions, written after the other writes (ranges.go).
+	ranges []rangeDelete
 }
 
 // Begin starts a transaction at the current published log position. It never fails
@@ -208,6 +210,11 @@ func (t *Txn) write(op string, cf *ColumnFamily, key, value []byte, del bool) er
 	f, err := t.writable(op, cf, key)
 	if err != nil {
 		return err
+	}
+	if len(t.ranges) > 0 {
+		if err := t.inDeletedRange(op, f, key); err != nil {
+			return err
+		}
 	}
 	if len(value) > storage.MaxValueSize {
 		return &ArgumentError{Op: op, Arg: "value", Reason: fmt.Sprintf("%d bytes exceeds the limit of %d", len(value), storage.MaxValueSize), Err: storage.ErrTooLarge}

@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 
@@ -15,7 +16,9 @@ const (
 	tagValue            = 0x1
 	tagFamilyDeletion   = 0x4
 	tagFamilyValue      = 0x5
-	batchHeaderLen      = 12 // fixed64 sequence, fixed32 count
+	tagFamilyRange      = 0xE // kTypeColumnFamilyRangeDeletion
+	tagRange            = 0xF // kTypeRangeDeletion
+	batchHeaderLen      = 12  // fixed64 sequence, fixed32 count
 	defaultFamilyNumber = 0
 )
 
@@ -85,6 +88,33 @@ func (b *Batch) Delete(f *Family, key []byte) error {
 		b.rep = binary.AppendUvarint(b.rep, uint64(f.id))
 	}
 	b.rep = appendLenPrefixed(b.rep, key)
+	b.count++
+	return nil
+}
+
+// DeleteRange adds one range tombstone for every key of f in [start, end), with the
+// checks of Put for both keys. start after end is refused (a *ConfigError naming
+// "range start"), adding nothing: RocksDB would fail the whole write.
+func (b *Batch) DeleteRange(f *Family, start, end []byte) error {
+	if err := b.admit(f, start); err != nil {
+		return err
+	}
+	if err := b.admit(f, end); err != nil {
+		return err
+	}
+	if bytes.Compare(start, end) > 0 {
+		return &ConfigError{Field: "range start", Value: start, Expected: fmt.Sprintf("a key not after the range end %q", end)}
+	}
+	b.noteFamily(f)
+	b.lazyInit()
+	if f.id == defaultFamilyNumber {
+		b.rep = append(b.rep, tagRange)
+	} else {
+		b.rep = append(b.rep, tagFamilyRange)
+		b.rep = binary.AppendUvarint(b.rep, uint64(f.id))
+	}
+	b.rep = appendLenPrefixed(b.rep, start)
+	b.rep = appendLenPrefixed(b.rep, end)
 	b.count++
 	return nil
 }

@@ -3,6 +3,7 @@ package storage_test
 import (
 	"bytes"
 	"errors"
+	"path/filepath"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -184,4 +185,52 @@ func TestEmptyBatchIsNoOp(t *testing.T) {
 	mustWrite(t, db, b)
 	wantValue(t, db, db.Default(), nil, "k2", "v2")
 	wantMissing(t, db, db.Default(), nil, "k")
+}
+
+// TestBatchDeleteRange: a range tombstone in a batch removes exactly the keys of its
+// family in [start, end), in the default family and another, atomically with the
+// batch's other writes; start after end is refused and adds nothing.
+func TestBatchDeleteRange(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "db")
+	db, err := storage.Open(dir, storage.Options{Families: map[string]storage.FamilyOptions{"f": {}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	f, err := db.Family("f")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, fam := range []*storage.Family{db.Default(), f} {
+		b := storage.NewBatch()
+		for _, k := range []string{"a", "b", "c", "d"} {
+			if err := b.Put(fam, []byte(k), []byte("v")); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := db.Write(b); err != nil {
+			t.Fatal(err)
+		}
+		b = storage.NewBatch()
+		if err := b.DeleteRange(fam, []byte("b"), []byte("d")); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Put(fam, []byte("e"), []byte("v")); err != nil {
+			t.Fatal(err)
+		}
+		if err := db.Write(b); err != nil {
+			t.Fatal(err)
+		}
+		for k, want := range map[string]bool{"a": true, "b": false, "c": false, "d": true, "e": true} {
+			_, err := db.Get(fam, []byte(k), nil)
+			if got := err == nil; got != want {
+				t.Errorf("%s: key %q present = %v (%v), want %v", fam.Name(), k, got, err, want)
+			}
+		}
+	}
+	b := storage.NewBatch()
+	var ce *storage.ConfigError
+	if err := b.DeleteRange(f, []byte("z"), []byte("a")); !errors.As(err, &ce) || ce.Field != "range start" || b.Count() != 0 {
+		t.Errorf("DeleteRange(z, a) = %v with %d writes, want a *ConfigError for range start and nothing added", err, b.Count())
+	}
 }

@@ -127,10 +127,10 @@ func Decode(pos uint64, b []byte) (*Entry, error) {
 		if !ok {
 			return nil, d.fail(pos, fmt.Sprintf("write %d kind", i))
 		}
-		if kind != kindPut && kind != kindDelete {
+		if kind != kindPut && kind != kindDelete && kind != kindRange {
 			return nil, corruptf(pos, "write %d has unknown kind %d", i, kind)
 		}
-		w.Delete = kind == kindDelete
+		w.Delete, w.Range = kind == kindDelete, kind == kindRange
 		fam, ok := d.bytes()
 		if !ok {
 			return nil, d.fail(pos, fmt.Sprintf("write %d family", i))

@@ -52,10 +52,11 @@
 //	                               when flags bit 2 is set
 //	        nWrites    uvarint (0 for fillers)
 //	        writes     nWrites times:
-//	                     kind      1 byte: 0 = put, 1 = delete (tombstone)
+//	                     kind      1 byte: 0 = put, 1 = delete (tombstone),
+//	                               2 = range delete (every key in [key, value))
 //	                     family    bytes, column family name, non-empty
 //	                     key       bytes
-//	                     value     bytes, present only when kind = 0
+//	                     value     bytes, present only when kind = 0 or 2
 //	        nFamilies  uvarint, >= 1, present only when flags bit 1 is set
 //	        families   nFamilies times:
 //	                     kind      1 byte: 0 = create, 1 = drop
@@ -72,9 +73,10 @@
 // Decode checks, in order: the minimal length, the checksum, the version,
 // the flags, then every field: the position must match, counts must be
 // plausible against the bytes that remain (an event takes at least 4 bytes,
-// 6 with a stream, a write at least 4) before anything is allocated for them, every length
-// must stay within the entry, kinds must be 0 or 1, families non-empty,
-// fillers must have no events and no writes, the stream flag needs an event
+// 6 with a stream, a write at least 4) before anything is allocated for them,
+// every length must stay within the entry, write kinds must be 0, 1 or 2 and
+// family operation kinds 0 or 1, families non-empty, fillers must have no
+// events and no writes, the stream flag needs an event
 // that names a stream and an event without a stream has revision 0, and no
 // bytes may follow the last write.
 //

@@ -138,6 +138,20 @@ func (e *Encoder) Write(family string, key, value []byte, del bool) {
 	e.writesLeft--
 }
 
+// DeleteRange appends the next write: a range deletion of every key in [start, end)
+// of family. It counts as one of the nWrites and panics as Write does.
+func (e *Encoder) DeleteRange(family string, start, end []byte) {
+	e.mustBeOpen("DeleteRange")
+	if e.eventsLeft != 0 {
+		panic(fmt.Sprintf("logentry: Encoder.DeleteRange called with %d events still to add", e.eventsLeft))
+	}
+	if e.writesLeft == 0 {
+		panic("logentry: Encoder.DeleteRange called more times than the write count given to NewEncoder")
+	}
+	e.buf = appendRange(e.buf, family, start, end)
+	e.writesLeft--
+}
+
 // Finish appends the checksum and returns dst (as given to [NewEncoder])
 // extended by the entry's encoding. It panics, as programmer misuse, if fewer
 // events or writes than announced were added, or if called twice. The

@@ -137,6 +137,7 @@ func FuzzRoundTrip(f *testing.F) {
 			for i := range int(shape >> 3 & 63) {
 				w := Write{Family: family[:1+i%len(family)], Key: key[i%(len(key)+1):], Value: value}
 				w.Delete = shape>>(9+i%7)&1 == 1
+				w.Range = !w.Delete && len(value)%4 == 1 && i%2 == 1 // range deletes now and then
 				e.Writes = append(e.Writes, w)
 			}
 			if len(key)%3 == 0 { // about a third of the inputs record family operations

@@ -18,6 +18,7 @@ const (
 
 	kindPut    = 0
 	kindDelete = 1
+	kindRange  = 2
 
 	familyCreate = 0
 	familyDrop   = 1
@@ -57,14 +58,16 @@ type Event struct {
 	Revision       uint64
 }
 
-// Write is one RocksDB write applied by a commit: a put of Value under Key in
-// the column family Family, or, when Delete is true, a tombstone for Key (the
-// Value of a delete is not encoded and decodes as nil). Family must not be
-// empty. An empty Value or Key decodes as nil.
+// Write is one RocksDB write applied by a commit: a put of Value under Key in the
+// column family Family; when Delete is true, a tombstone for Key (the Value of a delete
+// is not encoded and decodes as nil); when Range is true, a range tombstone for every
+// key in [Key, Value) (Delete is then false). Family must not be empty. An empty Value
+// or Key decodes as nil.
 type Write struct {
 	Family     string
 	Key, Value []byte
 	Delete     bool
+	Range      bool
 }
 
 // FamilyOp is the creation or drop of one generation of a column family,
@@ -225,6 +228,13 @@ func Append(dst []byte, e *Entry) []byte {
 	dst = binary.AppendUvarint(dst, uint64(len(e.Writes)))
 	for i := range e.Writes {
 		w := &e.Writes[i]
+		if w.Range {
+			if w.Delete {
+				panic("logentry: a write is both a delete and a range delete")
+			}
+			dst = appendRange(dst, w.Family, w.Key, w.Value)
+			continue
+		}
 		dst = appendWrite(dst, w.Family, w.Key, w.Value, w.Delete)
 	}
 	if len(e.Families) > 0 {
@@ -298,6 +308,17 @@ func appendWrite(dst []byte, family string, key, value []byte, del bool) []byte 
 	dst = appendString(dst, family)
 	dst = appendBytes(dst, key)
 	return appendBytes(dst, value)
+}
+
+// appendRange appends a range deletion of [start, end) in family.
+func appendRange(dst []byte, family string, start, end []byte) []byte {
+	if family == "" {
+		panic("logentry: range delete with an empty column family")
+	}
+	dst = append(dst, kindRange)
+	dst = appendString(dst, family)
+	dst = appendBytes(dst, start)
+	return appendBytes(dst, end)
 }
 
 // appendChecksum appends the CRC-32C of dst[start:].

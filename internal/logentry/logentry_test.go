@@ -47,6 +47,7 @@ func sampleEntries() []namedEntry {
 			{Family: "index", Key: []byte("k3"), Value: nil},
 			{Family: "index", Key: nil, Delete: true},
 			{Family: "default", Key: []byte{0, 0xff}, Value: []byte{0}},
+			{Family: "index", Key: []byte("a"), Value: []byte("m"), Range: true},
 		}}},
 		{"events and writes", Entry{Position: 1 << 40, Time: 123, Events: []Event{
 			{ID: "a", Type: "T", Data: []byte{1, 2, 3}, Metadata: []byte{4}},
@@ -89,7 +90,7 @@ func normalize(e *Entry) *Entry {
 		out.Events = append(out.Events, Event{ID: ev.ID, Type: ev.Type, Data: nilIfEmpty(ev.Data), Metadata: nilIfEmpty(ev.Metadata), Stream: ev.Stream, Revision: ev.Revision})
 	}
 	for _, w := range e.Writes {
-		nw := Write{Family: w.Family, Key: nilIfEmpty(w.Key), Delete: w.Delete}
+		nw := Write{Family: w.Family, Key: nilIfEmpty(w.Key), Delete: w.Delete, Range: w.Range}
 		if !w.Delete {
 			nw.Value = nilIfEmpty(w.Value)
 		}
@@ -120,6 +121,10 @@ func encodeWithEncoder(dst []byte, e *Entry) []byte {
 		}
 	}
 	for _, w := range e.Writes {
+		if w.Range {
+			enc.DeleteRange(w.Family, w.Key, w.Value)
+			continue
+		}
 		enc.Write(w.Family, w.Key, w.Value, w.Delete)
 	}
 	return enc.Finish()
@@ -357,7 +362,8 @@ func TestCorruptCases(t *testing.T) {
 		{"value past end", 5, seal(body(v, byte(0), 5, 0, 0, 1, put, "f", "k", 3, 0)), "write 0 value"},
 		{"delete with value", 5, seal(body(v, byte(0), 5, 0, 0, 1, del, "f", "k", "v")), "trailing"},
 		{"empty family", 5, seal(body(v, byte(0), 5, 0, 0, 1, put, "", "k", "v")), "empty family"},
-		{"bad kind", 5, seal(body(v, byte(0), 5, 0, 0, 1, byte(2), "f", "k", "v")), "unknown kind 2"},
+		{"bad kind", 5, seal(body(v, byte(0), 5, 0, 0, 1, byte(3), "f", "k", "v")), "unknown kind 3"},
+		{"range delete truncated", 5, seal(body(v, byte(0), 5, 0, 0, 1, byte(2), "f", "k")), "write 0 value"},
 		{"bad kind 0x80", 5, seal(body(v, byte(0), 5, 0, 0, 1, byte(0x80), "f", "k", "v")), "unknown kind 128"},
 		{"non-minimal position", 0, seal(body(v, byte(0), byte(0x80), byte(0), 0, 0, 0)), "non-minimal"},
 		{"non-minimal time", 0, seal(body(v, byte(0), 0, byte(0x81), byte(0), 0, 0)), "non-minimal"},

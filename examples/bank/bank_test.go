@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -95,6 +96,9 @@ func TestHandlerStatuses(t *testing.T) {
 		{"transfer from unknown", "POST", "/transfers", `{"from":"x","to":"b","amount":1}`, 404, "", "x"},
 		{"transfer to unknown", "POST", "/transfers", `{"from":"a","to":"y","amount":1}`, 404, "", "y"},
 		{"transfer too much", "POST", "/transfers", `{"from":"a","to":"b","amount":101}`, 422, "", "a"},
+		{"open the largest balance", "POST", "/accounts", `{"id":"rich","balance":9223372036854775807}`, 201, "", ""},
+		{"transfer past the largest balance", "POST", "/transfers", `{"from":"a","to":"rich","amount":1}`, 422, "", "rich"},
+		{"largest balance unchanged", "GET", "/accounts/rich", "", 200, "", ""},
 		{"transfer", "POST", "/transfers", `{"from":"a","to":"b","amount":30}`, 200, "", ""},
 		{"balance", "GET", "/accounts/b", "", 200, "", ""},
 		{"balance unknown", "GET", "/accounts/nobody", "", 404, "", "nobody"},
@@ -296,3 +300,30 @@ func do(t *testing.T, c *http.Client, method, url, body string) (int, string) {
 }
 
 func itoa(v int64) string { b, _ := json.Marshal(v); return string(b) }
+
+// TestCorruptBalanceIsAnError: a stored balance that is not 8 bytes is an error naming
+// the account, from Balance, Total and Transfer alike, never a zero balance.
+func TestCorruptBalanceIsAnError(t *testing.T) {
+	bank, url, client := newBank(t, pipeline.Config{}, false)
+	openAll(t, url, client, "a", "b")
+	db := bank.DB()
+	cf, err := db.ColumnFamily(bankapp.Family)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Update(context.Background(), func(tx *pipeline.Txn) error { return tx.Put(cf, []byte("b"), []byte{1, 2, 3}) }); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bank.Balance("b"); !errors.Is(err, bankapp.ErrCorruptBalance) || !strings.Contains(err.Error(), "b") {
+		t.Errorf("Balance of a corrupt account = %v, want ErrCorruptBalance naming b", err)
+	}
+	if _, _, err := bank.Total(); !errors.Is(err, bankapp.ErrCorruptBalance) {
+		t.Errorf("Total over a corrupt account = %v, want ErrCorruptBalance", err)
+	}
+	if err := bank.Transfer(context.Background(), "a", "b", 1); !errors.Is(err, bankapp.ErrCorruptBalance) {
+		t.Errorf("Transfer to a corrupt account = %v, want ErrCorruptBalance", err)
+	}
+	if bal, err := bank.Balance("a"); err != nil || bal != 100 {
+		t.Errorf("the other account after the refused transfer = %d, %v; want 100", bal, err)
+	}
+}

@@ -218,6 +218,9 @@ func writeError(w http.ResponseWriter, err error) {
 	case errors.Is(err, ErrInsufficientFunds):
 		bal := ae.Balance
 		writeJSON(w, http.StatusUnprocessableEntity, ErrorBody{Error: ErrInsufficientFunds.Error(), Account: ae.Account, Balance: &bal})
+	case errors.Is(err, ErrBalanceOverflow):
+		bal := ae.Balance
+		writeJSON(w, http.StatusUnprocessableEntity, ErrorBody{Error: ErrBalanceOverflow.Error(), Account: ae.Account, Balance: &bal})
 	case errors.Is(err, pipeline.ErrConflict), errors.Is(err, pipeline.ErrTxnTooOld):
 		writeJSON(w, http.StatusConflict, ErrorBody{Error: "conflict: " + err.Error()})
 	default:

@@ -10,6 +10,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"sync/atomic"
 
 	"github.com/rockline/rockline/eventstore"
@@ -25,6 +26,11 @@ var (
 	ErrAccountExists     = errors.New("account exists")
 	ErrUnknownAccount    = errors.New("unknown account")
 	ErrInsufficientFunds = errors.New("insufficient funds")
+	// ErrBalanceOverflow: the transfer would take the receiving balance past the
+	// largest int64.
+	ErrBalanceOverflow = errors.New("balance overflow")
+	// ErrCorruptBalance: a stored balance is not 8 bytes (or is negative).
+	ErrCorruptBalance = errors.New("corrupt stored balance")
 )
 
 // AccountError names the account an error is about.
@@ -89,8 +95,9 @@ func (b *Bank) Open(ctx context.Context, id string, balance int64) error {
 }
 
 // Transfer moves amount from one account to another in one transaction. It returns
-// ErrUnknownAccount, ErrInsufficientFunds (both as *AccountError) or, when every
-// attempt conflicted, an error matching pipeline.ErrConflict.
+// ErrUnknownAccount, ErrInsufficientFunds, ErrBalanceOverflow, ErrCorruptBalance (all
+// as *AccountError) or, when every attempt conflicted, an error matching
+// pipeline.ErrConflict.
 func (b *Bank) Transfer(ctx context.Context, from, to string, amount int64) error {
 	b.transfers.Add(1)
 	return b.db.Update(ctx, func(tx *pipeline.Txn) error {
@@ -105,6 +112,9 @@ func (b *Bank) Transfer(ctx context.Context, from, to string, amount int64) erro
 		}
 		if fb < amount {
 			return &AccountError{Account: from, Balance: fb, Err: ErrInsufficientFunds}
+		}
+		if tb > math.MaxInt64-amount {
+			return &AccountError{Account: to, Balance: tb, Err: ErrBalanceOverflow}
 		}
 		if err := tx.Put(b.cf, []byte(from), encodeBalance(fb-amount)); err != nil {
 			return err
@@ -138,8 +148,12 @@ func (b *Bank) Total() (n int, sum int64, err error) {
 		}
 		defer it.Close()
 		for it.First(); it.Valid(); it.Next() {
+			bal, err := decodeBalance(string(it.Key()), it.Value())
+			if err != nil {
+				return err
+			}
 			n++
-			sum += decodeBalance(it.Value())
+			sum += bal
 		}
 		return it.Err()
 	})
@@ -154,14 +168,15 @@ func (b *Bank) balance(tx *pipeline.Txn, id string) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	return decodeBalance(v), nil
+	return decodeBalance(id, v)
 }
 
 func encodeBalance(v int64) []byte { return binary.BigEndian.AppendUint64(nil, uint64(v)) }
 
-func decodeBalance(b []byte) int64 {
-	if len(b) != 8 {
-		return 0
+// decodeBalance reads a stored balance: 8 bytes, big-endian, not negative.
+func decodeBalance(id string, b []byte) (int64, error) {
+	if len(b) != 8 || int64(binary.BigEndian.Uint64(b)) < 0 {
+		return 0, &AccountError{Account: id, Err: fmt.Errorf("%w: %x", ErrCorruptBalance, b)}
 	}
-	return int64(binary.BigEndian.Uint64(b))
+	return int64(binary.BigEndian.Uint64(b)), nil
 }

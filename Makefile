@@ -18,7 +18,9 @@ all: build
 
 # deps installs Debian's librocksdb-dev (RocksDB 7.8.3, matched by grocksdb v1.7.15)
 # when its header is missing: apt-get update first when apt does not know the
-# package, sudo when not root, a clear message when neither works.
+# package, sudo when not root, a clear message when neither works. It stops with a
+# message naming the versions when apt offers, or the headers are, another RocksDB
+# (Debian trixie ships 9.10, which grocksdb v1.7.15 does not compile against).
 deps:
 	@if [ ! -f $(ROCKSDB_HEADER) ]; then \
 	  if [ "$$(id -u)" = 0 ]; then SUDO=; \
@@ -31,9 +33,19 @@ deps:
 	    echo "rockline: apt does not know librocksdb-dev yet; running apt-get update"; \
 	    $$SUDO apt-get update -q || { echo "rockline: apt-get update failed" >&2; exit 1; }; \
 	  fi; \
-	  echo "rockline: installing librocksdb-dev"; \
+	  CANDIDATE=$$(apt-cache policy librocksdb-dev 2>/dev/null | awk '/Candidate:/ {print $$2}'); \
+	  case "$$CANDIDATE" in 7.8.*) ;; *) \
+	    echo "rockline: apt offers librocksdb-dev $$CANDIDATE; rockline's binding, grocksdb v1.7.15, builds against RocksDB 7.8 only (Debian bookworm's librocksdb-dev 7.8.3; trixie's 9.10 does not compile)." >&2; \
+	    echo "rockline: use Debian bookworm, or install RocksDB 7.8 headers and libraries by hand (CGO_CFLAGS and CGO_LDFLAGS pointing at them, ROCKSDB_HEADER at its c.h)." >&2; exit 1;; esac; \
+	  echo "rockline: installing librocksdb-dev $$CANDIDATE"; \
 	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -q librocksdb-dev || \
 	    { echo "rockline: could not install librocksdb-dev with apt-get" >&2; exit 1; }; \
+	fi
+	@V=$$(dirname $(ROCKSDB_HEADER))/version.h; \
+	MAJOR=$$(awk '/define ROCKSDB_MAJOR/ {print $$3}' $$V 2>/dev/null); MINOR=$$(awk '/define ROCKSDB_MINOR/ {print $$3}' $$V 2>/dev/null); \
+	if [ "$$MAJOR.$$MINOR" != "7.8" ]; then \
+	  echo "rockline: the RocksDB headers in $$(dirname $(ROCKSDB_HEADER)) are version $$MAJOR.$$MINOR; rockline's binding, grocksdb v1.7.15, builds against RocksDB 7.8 only (Debian bookworm's librocksdb-dev 7.8.3; trixie's 9.10 does not compile)." >&2; \
+	  echo "rockline: use Debian bookworm's librocksdb-dev, or install RocksDB 7.8 by hand (CGO_CFLAGS and CGO_LDFLAGS pointing at it, ROCKSDB_HEADER at its c.h)." >&2; exit 1; \
 	fi
 
 build: deps

@@ -24,14 +24,15 @@ const (
 // metrics holds the instruments; attribute sets are built once so recording does
 // not allocate.
 type metrics struct {
-	commits   metric.Int64Counter
-	conflicts metric.Int64Counter
-	duration  metric.Float64Histogram
-	reg       metric.Registration
+	commits  metric.Int64Counter
+	retries  metric.Int64Counter
+	duration metric.Float64Histogram
+	reg      metric.Registration
 
-	stages   map[string][]metric.RecordOption // one option each, passed as opts... so no call allocates
-	outcomes map[string][]metric.AddOption
-	policy   attribute.KeyValue
+	stages    map[string][]metric.RecordOption // one option each, passed as opts... so no call allocates
+	outcomes  map[string][]metric.AddOption
+	retryOpts []metric.AddOption
+	policy    attribute.KeyValue
 }
 
 func newMetrics(db *DB, mp metric.MeterProvider) (*metrics, error) {
@@ -43,7 +44,7 @@ func newMetrics(db *DB, mp metric.MeterProvider) (*metrics, error) {
 	var err, e error
 	out.commits, e = m.Int64Counter(tracing.MetricCommits, metric.WithUnit("{commit}"), metric.WithDescription("Commits by policy and outcome (committed, or the error.type of the failure)."))
 	err = errors.Join(err, e)
-	out.conflicts, e = m.Int64Counter(tracing.MetricConflicts, metric.WithUnit("{conflict}"), metric.WithDescription("Commits refused with ErrConflict."))
+	out.retries, e = m.Int64Counter(tracing.MetricUpdateRetries, metric.WithUnit("{attempt}"), metric.WithDescription("Attempts DB.Update ran again after ErrConflict or ErrTxnTooOld."))
 	err = errors.Join(err, e)
 	out.duration, e = m.Float64Histogram(tracing.MetricCommitDuration, metric.WithUnit("s"), metric.WithDescription("Commit latency per stage (lane_wait, validate, write, publish) and in total."),
 		metric.WithExplicitBucketBoundaries(0.00001, 0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5))
@@ -54,6 +55,7 @@ func newMetrics(db *DB, mp metric.MeterProvider) (*metrics, error) {
 	for _, o := range []string{tracing.OutcomeCommitted, tracing.ErrorConflict, tracing.ErrorTxnTooOld, tracing.ErrorClosed, tracing.ErrorCanceled, tracing.ErrorCFDropped, tracing.ErrorStopped, tracing.ErrorOther} {
 		out.outcomes[o] = []metric.AddOption{metric.WithAttributeSet(attribute.NewSet(out.policy, tracing.AttrOutcome.String(o)))}
 	}
+	out.retryOpts = []metric.AddOption{metric.WithAttributeSet(attribute.NewSet(out.policy))}
 	gauges, e := newGauges(m)
 	err = errors.Join(err, e)
 	if err != nil {
@@ -74,17 +76,18 @@ func (m *metrics) outcome(ctx context.Context, err error) {
 		o = errorType(err)
 	}
 	m.commits.Add(ctx, 1, m.outcomes[o]...)
-	if o == tracing.ErrorConflict {
-		m.conflicts.Add(ctx, 1, m.outcomes[o]...)
-	}
 }
+
+// retried counts an Update attempt run again.
+func (m *metrics) retried(ctx context.Context) { m.retries.Add(ctx, 1, m.retryOpts...) }
 
 // gauges are the observable instruments, read by one callback per collection.
 type gauges struct {
 	queueDepth, poolBytes, pendingDrops, openTxns, lastPosition metric.Int64ObservableGauge
 	immutable, memtable, l0, pendingCompaction, writeStopped    metric.Int64ObservableGauge
-	delayedRate                                                 metric.Int64ObservableGauge
-	flushed, compacted, stall                                   metric.Int64ObservableCounter
+	delayedRate, sst, live                                      metric.Int64ObservableGauge
+	flushed, compacted                                          metric.Int64ObservableCounter
+	stall                                                       metric.Float64ObservableCounter
 }
 
 func newGauges(m metric.Meter) (*gauges, error) {
@@ -109,16 +112,20 @@ func newGauges(m metric.Meter) (*gauges, error) {
 	gauge(&g.memtable, tracing.MetricMemtableBytes, "By", "Memtable bytes per family.")
 	gauge(&g.l0, tracing.MetricL0Files, "{file}", "Level-0 files per family.")
 	gauge(&g.pendingCompaction, tracing.MetricPendingCompaction, "By", "Estimated pending compaction bytes per family.")
-	gauge(&g.writeStopped, tracing.MetricWriteStopped, "1", "1 while RocksDB has stopped writes.")
+	gauge(&g.writeStopped, tracing.MetricWriteStopped, "{state}", "1 while RocksDB has stopped writes, else 0.")
 	gauge(&g.delayedRate, tracing.MetricDelayedWriteRate, "By/s", "RocksDB's delayed write rate (0 when writes are not delayed).")
 	counter(&g.flushed, tracing.MetricBytesFlushed, "By", "Bytes written by memtable flushes.")
 	counter(&g.compacted, tracing.MetricBytesCompacted, "By", "Bytes written by compactions.")
-	counter(&g.stall, tracing.MetricStallTime, "us", "Time writers spent stalled.")
+	gauge(&g.sst, tracing.MetricSSTBytes, "By", "SST files' size per family: its space on disk.")
+	gauge(&g.live, tracing.MetricLiveDataBytes, "By", "RocksDB's estimate of live data per family.")
+	var err error
+	g.stall, err = m.Float64ObservableCounter(tracing.MetricStallTime, metric.WithUnit("s"), metric.WithDescription("Time writers spent stalled."))
+	errs = append(errs, err)
 	return g, errors.Join(errs...)
 }
 
 func (g *gauges) instruments() []metric.Observable {
-	return []metric.Observable{g.queueDepth, g.poolBytes, g.pendingDrops, g.openTxns, g.lastPosition, g.immutable, g.memtable, g.l0, g.pendingCompaction, g.writeStopped, g.delayedRate, g.flushed, g.compacted, g.stall}
+	return []metric.Observable{g.queueDepth, g.poolBytes, g.pendingDrops, g.openTxns, g.lastPosition, g.immutable, g.memtable, g.l0, g.pendingCompaction, g.writeStopped, g.delayedRate, g.sst, g.live, g.flushed, g.compacted, g.stall}
 }
 
 // observe reports every gauge; on a closed database it reports nothing.
@@ -145,13 +152,15 @@ func (db *DB) observe(o metric.Observer, g *gauges) error {
 	o.ObserveInt64(g.delayedRate, int64(st.DelayedWriteRate))
 	o.ObserveInt64(g.flushed, int64(st.BytesFlushed))
 	o.ObserveInt64(g.compacted, int64(st.BytesCompacted))
-	o.ObserveInt64(g.stall, int64(st.StallMicros))
+	o.ObserveFloat64(g.stall, float64(st.StallMicros)/1e6)
 	for _, f := range st.Families {
 		fam := metric.WithAttributes(tracing.AttrFamily.String(f.Name))
 		o.ObserveInt64(g.immutable, int64(f.ImmutableMemtables), fam)
 		o.ObserveInt64(g.memtable, int64(f.MemtableBytes), fam)
 		o.ObserveInt64(g.l0, int64(f.L0Files), fam)
 		o.ObserveInt64(g.pendingCompaction, int64(f.PendingCompactionBytes), fam)
+		o.ObserveInt64(g.sst, int64(f.SSTBytes), fam)
+		o.ObserveInt64(g.live, int64(f.LiveDataBytes), fam)
 	}
 	return nil
 }

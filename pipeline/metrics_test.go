@@ -79,8 +79,8 @@ func TestMetrics(t *testing.T) {
 	if n := sumWhere(t, got[tracing.MetricCommits], tracing.AttrOutcome, tracing.ErrorConflict); n != 1 {
 		t.Errorf("commits with outcome conflict = %d; want 1", n)
 	}
-	if n := sumWhere(t, got[tracing.MetricConflicts], tracing.AttrPolicy, pipeline.Parallel); n != 1 {
-		t.Errorf("conflicts = %d; want 1", n)
+	if got[tracing.MetricUpdateRetries] != nil {
+		t.Errorf("%s reported before any Update retried", tracing.MetricUpdateRetries)
 	}
 	hist, ok := got[tracing.MetricCommitDuration].(metricdata.Histogram[float64])
 	if !ok {
@@ -98,10 +98,32 @@ func TestMetrics(t *testing.T) {
 	}
 	for _, name := range []string{tracing.MetricLaneQueueDepth, tracing.MetricBucketPoolBytes, tracing.MetricPendingDrops,
 		tracing.MetricImmutableMemtables, tracing.MetricMemtableBytes, tracing.MetricL0Files, tracing.MetricPendingCompaction,
-		tracing.MetricWriteStopped, tracing.MetricDelayedWriteRate, tracing.MetricBytesFlushed, tracing.MetricBytesCompacted} {
+		tracing.MetricWriteStopped, tracing.MetricDelayedWriteRate, tracing.MetricBytesFlushed, tracing.MetricBytesCompacted,
+		tracing.MetricSSTBytes, tracing.MetricLiveDataBytes} {
 		if got[name] == nil {
 			t.Errorf("metric %s not reported", name)
 		}
+	}
+	if _, ok := got[tracing.MetricStallTime].(metricdata.Sum[float64]); !ok {
+		t.Errorf("%s is %T, want a float counter of seconds", tracing.MetricStallTime, got[tracing.MetricStallTime])
+	}
+
+	// One conflict inside Update: the function commits a write to the key it read
+	// on its first run, so that attempt conflicts and Update runs it again.
+	runs := 0
+	if err := db.Update(context.Background(), func(tx *pipeline.Txn) error {
+		if _, err := tx.Get(cf, []byte("k")); err != nil {
+			return err
+		}
+		if runs++; runs == 1 {
+			put(t, db, cf, "k", "meanwhile")
+		}
+		return tx.Put(cf, []byte("k"), []byte("updated"))
+	}); err != nil || runs != 2 {
+		t.Fatalf("Update = %v after %d runs, want success on the second", err, runs)
+	}
+	if n := sumWhere(t, collectMetrics(t, reader)[tracing.MetricUpdateRetries], tracing.AttrPolicy, pipeline.Parallel); n != 1 {
+		t.Errorf("%s = %d, want 1", tracing.MetricUpdateRetries, n)
 	}
 	pool := got[tracing.MetricBucketPoolBytes].(metricdata.Gauge[int64])
 	if len(pool.DataPoints) != 1 || pool.DataPoints[0].Value != int64(db.BucketPoolBytes()) {

@@ -40,6 +40,7 @@ func (db *DB) UpdatePosition(ctx context.Context, fn func(*Txn) error) (pos uint
 		if attempt >= db.cfg.MaxAttempts {
 			return 0, fmt.Errorf("rockline: update gave up after %d attempts: %w", attempt, err)
 		}
+		db.metrics.retried(ctx)
 		if backoff > 0 {
 			d := backoff/2 + rand.N(backoff)
 			timer := time.NewTimer(d)

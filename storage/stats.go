@@ -7,13 +7,16 @@ import (
 	"strings"
 )
 
-// FamilyStats are one family's write-stall indicators, read from RocksDB properties.
+// FamilyStats are one family's write-stall indicators and space, read from RocksDB
+// properties.
 type FamilyStats struct {
 	Name                   string
 	ImmutableMemtables     uint64 // rocksdb.num-immutable-mem-table; at MaxWriteBufferNumber-1 writes stop
 	MemtableBytes          uint64 // rocksdb.cur-size-all-mem-tables
 	L0Files                uint64 // rocksdb.num-files-at-level0
 	PendingCompactionBytes uint64 // rocksdb.estimate-pending-compaction-bytes
+	SSTBytes               uint64 // rocksdb.total-sst-files-size: the family's space on disk
+	LiveDataBytes          uint64 // rocksdb.estimate-live-data-size
 	WriteBufferSize        int64  // configured memtable size
 	MaxWriteBufferNumber   int    // configured memtable count
 }
@@ -71,6 +74,8 @@ func (db *DB) Stats() (Stats, error) {
 		fs.MemtableBytes, _ = db.native.GetIntPropertyCF("rocksdb.cur-size-all-mem-tables", f.handle)
 		fs.L0Files, _ = db.native.GetIntPropertyCF("rocksdb.num-files-at-level0", f.handle)
 		fs.PendingCompactionBytes, _ = db.native.GetIntPropertyCF("rocksdb.estimate-pending-compaction-bytes", f.handle)
+		fs.SSTBytes, _ = db.native.GetIntPropertyCF("rocksdb.total-sst-files-size", f.handle)
+		fs.LiveDataBytes, _ = db.native.GetIntPropertyCF("rocksdb.estimate-live-data-size", f.handle)
 		s.ImmutableMemtable += fs.ImmutableMemtables
 		s.Families = append(s.Families, fs)
 	}

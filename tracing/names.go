@@ -65,10 +65,12 @@ const (
 // AttrStage names a commit stage on rockline.commit.duration.
 const AttrStage = attribute.Key("rockline.stage")
 
-// Metric instrument names (OpenTelemetry conventions; units in UCUM).
+// Metric instrument names (OpenTelemetry conventions: units in UCUM, durations in
+// seconds, a 0/1 state as a gauge with unit {state} so Prometheus adds no _ratio, and
+// no instrument repeating another: conflicts are rockline.commits{rockline.outcome=
+// "conflict"}).
 const (
 	MetricCommits            = "rockline.commits"
-	MetricConflicts          = "rockline.conflicts"
 	MetricCommitDuration     = "rockline.commit.duration"
 	MetricLaneQueueDepth     = "rockline.lane.queue_depth"
 	MetricBucketPoolBytes    = "rockline.bucket_pool.size"
@@ -84,6 +86,12 @@ const (
 	MetricBytesFlushed       = "rockline.storage.flushed"
 	MetricBytesCompacted     = "rockline.storage.compacted"
 	MetricStallTime          = "rockline.storage.stall.time"
+	// MetricSSTBytes and MetricLiveDataBytes are a family's space on disk and
+	// RocksDB's estimate of its live data.
+	MetricSSTBytes      = "rockline.storage.sst.size"
+	MetricLiveDataBytes = "rockline.storage.live_data.size"
+	// MetricUpdateRetries counts the attempts DB.Update ran again after a conflict.
+	MetricUpdateRetries = "rockline.update.retries"
 	// MetricProjectionLag is how many log positions a projection is behind the
 	// published log; MetricProjectionHandlerDuration the time its handler takes per
 	// batch; MetricProjectionEvents the events it has applied.

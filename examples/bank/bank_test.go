@@ -62,9 +62,16 @@ func TestAppServesAPIAndMetrics(t *testing.T) {
 		t.Fatalf("open: status %d", st)
 	}
 	st, body := do(t, client, "GET", srv.URL()+"/metrics", "")
-	for _, want := range []string{"rockline_commits_total", "http_server_request_duration_seconds"} {
+	for _, want := range []string{"rockline_commits_total", "http_server_request_duration_seconds",
+		"go_goroutines", "process_resident_memory_bytes", "rockline_storage_stall_time_seconds_total",
+		"rockline_storage_write_stopped ", "rockline_storage_sst_size_bytes"} {
 		if st != http.StatusOK || !strings.Contains(body, want) {
 			t.Errorf("/metrics: status %d, lacks %s", st, want)
+		}
+	}
+	for _, unwanted := range []string{"rockline_conflicts", "write_stopped_ratio"} {
+		if strings.Contains(body, unwanted) {
+			t.Errorf("/metrics has %s", unwanted)
 		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
 	"go.opentelemetry.io/otel/metric"
@@ -61,9 +62,15 @@ type Telemetry struct {
 }
 
 // NewTelemetry builds the providers with a Prometheus reader on a registry of its own
-// and shuts them down (flushing spans) on stop.
+// (which also serves the Go runtime and process collectors) and shuts them down
+// (flushing spans) on stop.
 func NewTelemetry(lc fx.Lifecycle, cfg otelsetup.Config) (*Telemetry, error) {
 	reg := prometheus.NewRegistry()
+	// The Go runtime's and the process's own metrics, beside rockline's.
+	if err := errors.Join(reg.Register(collectors.NewGoCollector()),
+		reg.Register(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))); err != nil {
+		return nil, err
+	}
 	exp, err := otelprom.New(otelprom.WithRegisterer(reg))
 	if err != nil {
 		return nil, err

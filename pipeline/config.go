@@ -44,6 +44,12 @@ type Config struct {
 	FamilyDefaults storage.FamilyOptions
 	// BlockCacheSize is the RocksDB block cache size in bytes (0: 8 MiB).
 	BlockCacheSize int64
+	// BloomBitsPerKey sizes every SST file's bloom filter (0: 10 bits, about 1% false
+	// positives; negative: none; see storage.Options). Per family: Compression,
+	// BottommostCompression and StaticLevelBytes in Families and FamilyDefaults.
+	BloomBitsPerKey float64
+	// BackgroundJobs bounds RocksDB's flush and compaction threads (1..64; 0: 2).
+	BackgroundJobs int
 	// MaxAttempts is how many times Update runs its function on ErrConflict
 	// (1..1000; default 10).
 	MaxAttempts int
@@ -170,11 +176,13 @@ func (c Config) storageOptions() storage.Options {
 	fams[logFamily] = storage.FamilyOptions{}
 	fams[systemFamily] = storage.FamilyOptions{}
 	o := storage.Options{
-		Families:       fams,
-		FamilyDefaults: c.FamilyDefaults,
-		DisableWAL:     c.DisableWAL,
-		Sync:           c.Sync,
-		BlockCacheSize: c.BlockCacheSize,
+		Families:        fams,
+		FamilyDefaults:  c.FamilyDefaults,
+		DisableWAL:      c.DisableWAL,
+		Sync:            c.Sync,
+		BlockCacheSize:  c.BlockCacheSize,
+		BloomBitsPerKey: c.BloomBitsPerKey,
+		BackgroundJobs:  c.BackgroundJobs,
 	}
 	if c.hooks != nil && c.hooks.StorageFaults != nil {
 		o = storagefaults.With(o, c.hooks.StorageFaults)

@@ -69,16 +69,23 @@ func Open(dir string, opts Options) (*DB, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("rockline: open %s: %w", dir, err)
 	}
+	opts = opts.withDefaults()
 	db := &DB{dir: dir, opts: opts, live: make(map[releaser]struct{})}
 	db.cache = grocksdb.NewLRUCache(uint64(max(opts.BlockCacheSize, 8<<20)))
 	db.bbto = grocksdb.NewDefaultBlockBasedTableOptions()
 	db.bbto.SetBlockCache(db.cache)
+	if opts.BloomBitsPerKey > 0 {
+		db.bbto.SetFilterPolicy(grocksdb.NewBloomFilterFull(opts.BloomBitsPerKey)) // moved into bbto
+	}
 
 	db.dbOpts = db.familyOptions(opts.Families[DefaultFamily])
 	db.dbOpts.SetCreateIfMissing(true)
 	db.dbOpts.SetCreateIfMissingColumnFamilies(true)
 	db.dbOpts.SetErrorIfExists(opts.ErrorIfExists)
 	db.dbOpts.EnableStatistics()
+	db.dbOpts.SetMaxBackgroundJobs(opts.BackgroundJobs)
+	db.dbOpts.SetMaxLogFileSize(uint64(opts.MaxLogFileSize))
+	db.dbOpts.SetKeepLogFileNum(uint(opts.KeepLogFiles))
 	// Without the WAL only flushed memtables survive a crash, and RocksDB flushes each
 	// family on its own schedule: a batch spanning families (a commit's data and its log
 	// entry) could then survive in one family and not the other. Atomic flush flushes
@@ -164,6 +171,9 @@ func (db *DB) familyOptions(f FamilyOptions) *grocksdb.Options {
 	o := grocksdb.NewDefaultOptions()
 	o.SetWriteBufferSize(uint64(f.WriteBufferSize))
 	o.SetMaxWriteBufferNumber(f.MaxWriteBufferNumber)
+	o.SetCompression(compressions[f.Compression])
+	o.SetBottommostCompression(compressions[f.BottommostCompression])
+	o.SetLevelCompactionDynamicLevelBytes(!f.StaticLevelBytes)
 	o.SetBlockBasedTableFactory(db.bbto)
 	return o
 }

@@ -66,11 +66,14 @@ func TestReopenWithSubsetOfFamilies(t *testing.T) {
 		t.Fatalf("Families() (-want +got):\n%s", diff)
 	}
 	fa, fb := mustFamily(t, db, "A"), mustFamily(t, db, "B")
-	if diff := cmp.Diff(big, fa.Options()); diff != "" {
+	withCompression := big
+	withCompression.Compression, withCompression.BottommostCompression = storage.DefaultCompression, storage.DefaultBottommostCompression
+	if diff := cmp.Diff(withCompression, fa.Options()); diff != "" {
 		t.Errorf("A options (-want +got):\n%s", diff)
 	}
 	// B was not named, so it runs with the defaults.
-	def := storage.FamilyOptions{WriteBufferSize: storage.DefaultWriteBufferSize, MaxWriteBufferNumber: storage.DefaultMaxWriteBufferNumber}
+	def := storage.FamilyOptions{WriteBufferSize: storage.DefaultWriteBufferSize, MaxWriteBufferNumber: storage.DefaultMaxWriteBufferNumber,
+		Compression: storage.DefaultCompression, BottommostCompression: storage.DefaultBottommostCompression}
 	if diff := cmp.Diff(def, fb.Options()); diff != "" {
 		t.Errorf("B options (-want +got):\n%s", diff)
 	}
@@ -98,7 +101,8 @@ func TestCreateFamily(t *testing.T) {
 	if err != nil {
 		t.Fatalf("CreateFamily: %v", err)
 	}
-	want := storage.FamilyOptions{WriteBufferSize: 2 << 20, MaxWriteBufferNumber: storage.DefaultMaxWriteBufferNumber}
+	want := storage.FamilyOptions{WriteBufferSize: 2 << 20, MaxWriteBufferNumber: storage.DefaultMaxWriteBufferNumber,
+		Compression: storage.DefaultCompression, BottommostCompression: storage.DefaultBottommostCompression}
 	if diff := cmp.Diff(want, f.Options()); diff != "" {
 		t.Errorf("options (-want +got):\n%s", diff)
 	}

@@ -4,6 +4,8 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/linxGnu/grocksdb"
+
 	"github.com/rockline/rockline/internal/storagefaults"
 )
 
@@ -49,6 +51,32 @@ type FamilyOptions struct {
 	// MaxWriteBufferNumber is how many memtables (active plus immutable) the family may
 	// hold before writes stop (2..64; 0 means 2). Raising it removes memtable stalls.
 	MaxWriteBufferNumber int
+	// Compression compresses the family's SST files above the bottommost level: "none",
+	// "snappy", "lz4" or "zstd" ("" means DefaultCompression, lz4: cheap enough for the
+	// levels that are rewritten often).
+	Compression string
+	// BottommostCompression compresses the bottommost level, which holds most of the
+	// data and is rewritten least: the same names ("" means DefaultBottommostCompression,
+	// zstd: the smallest files for the CPU spent once).
+	BottommostCompression string
+	// StaticLevelBytes turns off level_compaction_dynamic_level_bytes, which rockline
+	// turns on (RocksDB's recommendation: level sizes follow the data, which bounds
+	// space amplification near 1.1).
+	StaticLevelBytes bool
+}
+
+// Compression names accepted by FamilyOptions and their defaults.
+const (
+	DefaultCompression           = "lz4"
+	DefaultBottommostCompression = "zstd"
+)
+
+// compressions maps the accepted names to RocksDB's types.
+var compressions = map[string]grocksdb.CompressionType{
+	"none":   grocksdb.NoCompression,
+	"snappy": grocksdb.SnappyCompression,
+	"lz4":    grocksdb.LZ4Compression,
+	"zstd":   grocksdb.ZSTDCompression,
 }
 
 // Options configure Open. The zero value is valid: WAL on, no sync, RocksDB defaults.
@@ -72,17 +100,49 @@ type Options struct {
 	BlockCacheSize int64
 	// ErrorIfExists fails Open when the database already exists.
 	ErrorIfExists bool
+	// BloomBitsPerKey sizes the bloom filter of every SST file (1..64 bits per key; 0
+	// means DefaultBloomBitsPerKey, about a 1% false-positive rate; negative: no filter).
+	// rockline reads every key a transaction tracks, most of them absent or recent, so
+	// a filter saves a disk read per absent key.
+	BloomBitsPerKey float64
+	// BackgroundJobs bounds RocksDB's flush and compaction threads (1..64; 0 means
+	// DefaultBackgroundJobs, RocksDB's 2).
+	BackgroundJobs int
+	// MaxLogFileSize and KeepLogFiles cap RocksDB's own LOG files (its diagnostics, not
+	// the WAL): 0 means DefaultMaxLogFileSize (16 MiB) and DefaultKeepLogFiles (4).
+	MaxLogFileSize int64
+	KeepLogFiles   int
 	// faults injects failures in rockline's own tests (internal/storagefaults); nil
 	// otherwise.
 	faults *storagefaults.Faults
 }
 
+// Database-wide defaults.
+const (
+	DefaultBloomBitsPerKey = 10
+	DefaultBackgroundJobs  = 2
+	DefaultMaxLogFileSize  = 16 << 20
+	DefaultKeepLogFiles    = 4
+)
+
 // Validate checks every option and returns the first problem as a *ConfigError,
-// checking fields in a fixed order (block cache, then families by name). It changes
-// nothing.
+// checking fields in a fixed order (block cache, the database-wide settings, then
+// families by name). It changes nothing.
 func (o Options) Validate() error {
 	if o.BlockCacheSize < 0 || o.BlockCacheSize > MaxBlockCacheSize {
 		return &ConfigError{Field: "BlockCacheSize", Value: o.BlockCacheSize, Expected: "between 0 and 64 GiB (68719476736)"}
+	}
+	if o.BloomBitsPerKey > 64 {
+		return &ConfigError{Field: "BloomBitsPerKey", Value: o.BloomBitsPerKey, Expected: "at most 64 bits per key, 0 for the default, or negative for no filter"}
+	}
+	if o.BackgroundJobs < 0 || o.BackgroundJobs > 64 {
+		return &ConfigError{Field: "BackgroundJobs", Value: o.BackgroundJobs, Expected: "between 1 and 64, or 0 for the default"}
+	}
+	if o.MaxLogFileSize < 0 || (o.MaxLogFileSize > 0 && o.MaxLogFileSize < 1<<20) {
+		return &ConfigError{Field: "MaxLogFileSize", Value: o.MaxLogFileSize, Expected: "at least 1 MiB (1048576), or 0 for the default"}
+	}
+	if o.KeepLogFiles < 0 || o.KeepLogFiles > 1000 {
+		return &ConfigError{Field: "KeepLogFiles", Value: o.KeepLogFiles, Expected: "between 1 and 1000, or 0 for the default"}
 	}
 	if err := o.FamilyDefaults.validate("FamilyDefaults."); err != nil {
 		return err
@@ -113,6 +173,11 @@ func (f FamilyOptions) validate(prefix string) error {
 	if f.MaxWriteBufferNumber != 0 && (f.MaxWriteBufferNumber < MinMaxWriteBufferNumber || f.MaxWriteBufferNumber > MaxMaxWriteBufferNumber) {
 		return &ConfigError{Field: prefix + "MaxWriteBufferNumber", Value: f.MaxWriteBufferNumber, Expected: "between 2 and 64, or 0 for the default"}
 	}
+	for field, c := range map[string]string{"Compression": f.Compression, "BottommostCompression": f.BottommostCompression} {
+		if _, ok := compressions[c]; c != "" && !ok {
+			return &ConfigError{Field: prefix + field, Value: c, Expected: `"none", "snappy", "lz4", "zstd", or "" for the default`}
+		}
+	}
 	return nil
 }
 
@@ -124,7 +189,7 @@ func (o Options) familyOptions(name string) FamilyOptions {
 	return o.FamilyDefaults
 }
 
-// withDefaults returns f with zero fields replaced by RocksDB's defaults.
+// withDefaults returns f with zero fields replaced by the defaults.
 func (f FamilyOptions) withDefaults() FamilyOptions {
 	if f.WriteBufferSize == 0 {
 		f.WriteBufferSize = DefaultWriteBufferSize
@@ -132,7 +197,30 @@ func (f FamilyOptions) withDefaults() FamilyOptions {
 	if f.MaxWriteBufferNumber == 0 {
 		f.MaxWriteBufferNumber = DefaultMaxWriteBufferNumber
 	}
+	if f.Compression == "" {
+		f.Compression = DefaultCompression
+	}
+	if f.BottommostCompression == "" {
+		f.BottommostCompression = DefaultBottommostCompression
+	}
 	return f
+}
+
+// withDefaults returns o with zero database-wide settings replaced by the defaults.
+func (o Options) withDefaults() Options {
+	if o.BloomBitsPerKey == 0 {
+		o.BloomBitsPerKey = DefaultBloomBitsPerKey
+	}
+	if o.BackgroundJobs == 0 {
+		o.BackgroundJobs = DefaultBackgroundJobs
+	}
+	if o.MaxLogFileSize == 0 {
+		o.MaxLogFileSize = DefaultMaxLogFileSize
+	}
+	if o.KeepLogFiles == 0 {
+		o.KeepLogFiles = DefaultKeepLogFiles
+	}
+	return o
 }
 
 // ValidateFamilyName checks that name can name a column family: 1..255 bytes, without

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -150,7 +151,9 @@ func TestValidOptionEdges(t *testing.T) {
 			}
 			db := openDB(t, opts)
 			f := mustFamily(t, db, tc.fam)
-			if diff := cmp.Diff(tc.want, f.Options()); diff != "" {
+			want := tc.want // compression defaults are filled in too
+			want.Compression, want.BottommostCompression = storage.DefaultCompression, storage.DefaultBottommostCompression
+			if diff := cmp.Diff(want, f.Options()); diff != "" {
 				t.Errorf("Options() (-want +got):\n%s", diff)
 			}
 			put(t, db, f, "k", "v")
@@ -161,4 +164,69 @@ func TestValidOptionEdges(t *testing.T) {
 		db := openDB(t, storage.Options{BlockCacheSize: 0})
 		put(t, db, db.Default(), "k", "v")
 	})
+}
+
+// TestStorageSettingsApplied: the defaults (and explicit settings) reach RocksDB, as
+// the OPTIONS file it writes into the folder records them: a bloom filter, lz4 above
+// zstd at the bottom, dynamic level bytes, two background jobs, capped LOG files.
+func TestStorageSettingsApplied(t *testing.T) {
+	cases := []struct {
+		name string
+		opts storage.Options
+		want []string
+	}{
+		{"defaults", storage.Options{}, []string{"filter_policy=bloomfilter", "compression=kLZ4Compression", "bottommost_compression=kZSTD",
+			"level_compaction_dynamic_level_bytes=true", "max_background_jobs=2", "keep_log_file_num=4", "max_log_file_size=16777216"}},
+		{"explicit", storage.Options{BloomBitsPerKey: 16, BackgroundJobs: 3, KeepLogFiles: 2, MaxLogFileSize: 1 << 20,
+			FamilyDefaults: storage.FamilyOptions{Compression: "zstd", BottommostCompression: "none", StaticLevelBytes: true},
+			Families:       map[string]storage.FamilyOptions{"default": {Compression: "snappy", BottommostCompression: "zstd"}, "x": {Compression: "none", StaticLevelBytes: true}}},
+			[]string{"filter_policy=bloomfilter", "compression=kSnappyCompression", "compression=kNoCompression", "level_compaction_dynamic_level_bytes=false",
+				"max_background_jobs=3", "keep_log_file_num=2", "max_log_file_size=1048576"}},
+		{"no filter", storage.Options{BloomBitsPerKey: -1}, []string{"filter_policy=nullptr"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "db")
+			db := openAt(t, dir, tc.opts)
+			put(t, db, db.Default(), "k", "v")
+			files, err := filepath.Glob(filepath.Join(dir, "OPTIONS-*"))
+			if err != nil || len(files) == 0 {
+				t.Fatalf("no OPTIONS file in %s: %v", dir, err)
+			}
+			slices.Sort(files)
+			text, err := os.ReadFile(files[len(files)-1])
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(string(text), w) {
+					t.Errorf("OPTIONS lacks %q", w)
+				}
+			}
+		})
+	}
+}
+
+// TestStorageSettingsRefused: a bad database-wide setting or compression name is a
+// *ConfigError naming the field, and nothing is created.
+func TestStorageSettingsRefused(t *testing.T) {
+	cases := map[string]storage.Options{
+		"BloomBitsPerKey":                   {BloomBitsPerKey: 65},
+		"BackgroundJobs":                    {BackgroundJobs: 65},
+		"MaxLogFileSize":                    {MaxLogFileSize: 1000},
+		"KeepLogFiles":                      {KeepLogFiles: -1},
+		"FamilyDefaults.Compression":        {FamilyDefaults: storage.FamilyOptions{Compression: "gzip"}},
+		"Families[x].BottommostCompression": {Families: map[string]storage.FamilyOptions{"x": {BottommostCompression: "LZ4"}}},
+	}
+	for field, opts := range cases {
+		dir := filepath.Join(t.TempDir(), "db")
+		_, err := storage.Open(dir, opts)
+		var ce *storage.ConfigError
+		if !errors.As(err, &ce) || ce.Field != field {
+			t.Errorf("%s: Open = %v, want a *ConfigError for %s", field, err, field)
+		}
+		if _, statErr := os.Stat(dir); !os.IsNotExist(statErr) {
+			t.Errorf("%s: the refused Open created %s", field, dir)
+		}
+	}
 }

@@ -282,6 +282,9 @@ func (p *Projection) run(ctx context.Context) error {
 			return err
 		}
 		if scan, err = p.apply(ctx, entries); err != nil {
+			if ctx.Err() != nil {
+				return nil // Close (or the start context) ended a batch in flight: a clean end
+			}
 			return err
 		}
 		p.mu.Lock()

@@ -273,3 +273,29 @@ func TestProjectionEndsWithDatabase(t *testing.T) {
 		t.Errorf("Wait = %v, want nil or ErrClosed", err)
 	}
 }
+
+// TestProjectionCloseUnderLoad: closing a projection while it is busy with batches
+// ends it cleanly (Wait returns nil, not the cancelled context), and a restart finishes
+// the work exactly once.
+func TestProjectionCloseUnderLoad(t *testing.T) {
+	db, es, _ := openStore(t, pipeline.Config{})
+	appendLoad(t, es, "x", 300)
+	for round := range 5 {
+		appendLoad(t, es, fmt.Sprint(round), 20) // work for this round, whatever earlier ones did
+		c := &counter{db: db}
+		p := startCounter(t, db, es, c, 1) // one event a batch: many commits in flight
+		for c.batches.Load() == 0 {
+			if err := db.WaitForPosition(ctx, db.LastPosition()+1); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := p.Close(); err != nil {
+			t.Fatalf("round %d: Close under load = %v, want nil", round, err)
+		}
+	}
+	p := startCounter(t, db, es, &counter{db: db}, 0)
+	caughtUp(t, db, p)
+	if diff := cmp.Diff(recount(t, es, ordersOnly), counts(t, db)); diff != "" {
+		t.Errorf("after the closes (-recount +model):\n%s", diff)
+	}
+}

@@ -70,6 +70,10 @@ type DB struct {
 	familyMu sync.Mutex
 	// truncMu serialises TruncateLog.
 	truncMu sync.Mutex
+	// readOnly is set for OpenReadOnly and OpenSecondary: every write fails with
+	// ErrReadOnly. catchMu serialises CatchUp.
+	readOnly bool
+	catchMu  sync.Mutex
 
 	subscriptions
 }
@@ -78,26 +82,35 @@ type DB struct {
 // anything is created: a bad field returns a *ConfigError and leaves no file behind.
 // Open repairs what a crash can leave: a log position whose commit never landed is
 // filled, so the log is dense.
-func Open(dir string, cfg Config) (*DB, error) { return open(dir, cfg, true) }
+func Open(dir string, cfg Config) (*DB, error) { return open(dir, cfg, openMode{createFamilies: true}) }
 
-// open is Open; createFamilies false leaves the families Config names uncreated (for
-// Rebuild, where the log creates them).
-func open(dir string, cfg Config, createFamilies bool) (*DB, error) {
+// openMode says how open opens: createFamilies false leaves the families Config names
+// uncreated (for Rebuild, where the log creates them); readOnly opens for reading only
+// (OpenReadOnly), as a secondary with its files in secondary (OpenSecondary).
+type openMode struct {
+	createFamilies bool
+	readOnly       bool
+	secondary      string
+}
+
+// open is Open, OpenReadOnly and OpenSecondary.
+func open(dir string, cfg Config, mode openMode) (*DB, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
 	so := cfg.storageOptions()
-	if !createFamilies {
+	if !mode.createFamilies || mode.readOnly {
 		for n := range cfg.Families {
 			delete(so.Families, n)
 		}
 	}
+	so.ReadOnly, so.Secondary = mode.readOnly, mode.secondary
 	st, err := storage.Open(dir, so)
 	if err != nil {
 		return nil, closedErr(err)
 	}
-	db := &DB{cfg: cfg, store: st, fp: validators.NewFingerprinter()}
+	db := &DB{cfg: cfg, store: st, fp: validators.NewFingerprinter(), readOnly: mode.readOnly}
 	db.done = make(chan struct{})
 	db.closeDone = make(chan struct{})
 	tp := cfg.TracerProvider
@@ -111,17 +124,22 @@ func open(dir string, cfg Config, createFamilies bool) (*DB, error) {
 	}
 	if db.sys, err = st.Family(systemFamily); err != nil {
 		st.Close()
+		if mode.readOnly {
+			err = fmt.Errorf("rockline: open %s read-only: written by an older rockline; open it writable once to upgrade it: %w", dir, err)
+		}
 		return nil, err
 	}
-	if err := db.upgradeFormat(); err != nil {
-		st.Close()
-		return nil, err
+	if !mode.readOnly {
+		if err := db.upgradeFormat(); err != nil {
+			st.Close()
+			return nil, err
+		}
 	}
 	if err := db.loadTruncation(); err != nil {
 		st.Close()
 		return nil, err
 	}
-	last, err := recoverLog(st, db.log, db.truncated.Load())
+	last, err := recoverLog(st, db.log, db.truncated.Load(), !mode.readOnly)
 	if err != nil {
 		st.Close()
 		return nil, err
@@ -145,9 +163,11 @@ func open(dir string, cfg Config, createFamilies bool) (*DB, error) {
 		st.Close()
 		return nil, fmt.Errorf("rockline: metrics: %w", err)
 	}
-	if err := db.reconcileFamilies(); err != nil {
-		db.Close()
-		return nil, err
+	if !mode.readOnly {
+		if err := db.reconcileFamilies(); err != nil {
+			db.Close()
+			return nil, err
+		}
 	}
 	return db, nil
 }
@@ -202,8 +222,9 @@ func (db *DB) StorageStats() (storage.Stats, error) {
 }
 
 // recoverLog returns the last log position after filling any gap a crash left above
-// the dense watermark.
-func recoverLog(st *storage.DB, log *storage.Family, truncated uint64) (uint64, error) {
+// the dense watermark; without fill (a read-only open) it returns the position below
+// the first gap and writes nothing.
+func recoverLog(st *storage.DB, log *storage.Family, truncated uint64, fill bool) (uint64, error) {
 	dense := uint64(0)
 	if truncated > 0 {
 		dense = truncated - 1
@@ -221,14 +242,17 @@ func recoverLog(st *storage.DB, log *storage.Family, truncated uint64) (uint64, 
 	}
 	defer it.Close()
 	last := dense
-	fill := storage.NewBatch()
+	fillers := storage.NewBatch()
 	for it.First(); it.Valid(); it.Next() {
 		p, err := logentry.ParseKey(it.Key())
 		if err != nil {
 			return 0, fmt.Errorf("rockline: recover log: %w", err)
 		}
+		if p > last+1 && !fill {
+			break // a read-only view ends at the first gap
+		}
 		for q := last + 1; q < p; q++ {
-			if err := fill.Put(log, logentry.Key(q), appendFiller(nil, q)); err != nil {
+			if err := fillers.Put(log, logentry.Key(q), appendFiller(nil, q)); err != nil {
 				return 0, err
 			}
 		}
@@ -237,8 +261,8 @@ func recoverLog(st *storage.DB, log *storage.Family, truncated uint64) (uint64, 
 	if err := it.Err(); err != nil {
 		return 0, err
 	}
-	if fill.Count() > 0 {
-		if err := st.Write(fill); err != nil {
+	if fillers.Count() > 0 {
+		if err := st.Write(fillers); err != nil {
 			return 0, fmt.Errorf("rockline: fill log gaps: %w", err)
 		}
 	}

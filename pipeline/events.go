@@ -84,6 +84,9 @@ func (t *Txn) AddEvents(events ...Event) error {
 	if err := t.usable(); err != nil {
 		return err
 	}
+	if err := t.db.writable(); err != nil {
+		return err
+	}
 	if err := CheckEvents("Txn.AddEvents", events); err != nil {
 		return err
 	}
@@ -100,6 +103,9 @@ func (t *Txn) AddEvents(events ...Event) error {
 func (t *Txn) AddStreamEvents(stream string, first uint64, events ...Event) error {
 	const op = "Txn.AddStreamEvents"
 	if err := t.usable(); err != nil {
+		return err
+	}
+	if err := t.db.writable(); err != nil {
 		return err
 	}
 	if stream == "" {

@@ -40,6 +40,9 @@ func (db *DB) wrap(f *storage.Family) *ColumnFamily { return &ColumnFamily{db: d
 // returns, so Replay and Rebuild reproduce it. A name dropped earlier gets a new
 // generation, above every one it had, also across reopens.
 func (db *DB) CreateColumnFamily(name string) (*ColumnFamily, error) {
+	if err := db.writable(); err != nil {
+		return nil, err
+	}
 	if err := checkFamilyName("CreateColumnFamily", name); err != nil {
 		return nil, err
 	}
@@ -138,6 +141,9 @@ func (db *DB) ColumnFamilies() ([]string, error) {
 // and rockline's own families cannot be dropped (*ArgumentError). The span
 // rockline.cf.drop covers the call up to the physical drop.
 func (db *DB) DropColumnFamily(name string) error {
+	if err := db.writable(); err != nil {
+		return err
+	}
 	if name == storage.DefaultFamily {
 		return &ArgumentError{Op: "DropColumnFamily", Arg: "name", Reason: "the default family cannot be dropped"}
 	}

@@ -22,6 +22,9 @@ import (
 // fail with ErrReplaying. It is how a checkpoint is brought up to date and how Rebuild
 // recreates a database from a log.
 func (db *DB) Replay(ctx context.Context, entries []LogEntry) error {
+	if err := db.writable(); err != nil {
+		return err
+	}
 	if err := db.enter(); err != nil {
 		return err
 	}
@@ -220,7 +223,7 @@ func (db *DB) Rebuild(ctx context.Context, dir string, cfg Config) (*DB, error) 
 	if db.truncated.Load() > 1 {
 		return nil, fmt.Errorf("%w: rebuild needs the whole log", ErrLogTruncated)
 	}
-	dst, err := open(dir, cfg, false)
+	dst, err := open(dir, cfg, openMode{})
 	if err != nil {
 		return nil, err
 	}

@@ -63,6 +63,9 @@ func (db *DB) putMetaUint(key []byte, x uint64) error {
 // from the copy and given the rest of the log with Replay equals this one. While a
 // Replay holds the database it fails with ErrReplaying.
 func (db *DB) Checkpoint(dir string) (uint64, error) {
+	if err := db.writable(); err != nil {
+		return 0, err
+	}
 	if db.closing.Load() {
 		return 0, ErrClosed
 	}
@@ -106,6 +109,9 @@ func (db *DB) Checkpoint(dir string) (uint64, error) {
 // reads that began before the call. Stream events whose entries were removed can no
 // longer be read. Concurrent calls are serialised; the largest before wins.
 func (db *DB) TruncateLog(before uint64) error {
+	if err := db.writable(); err != nil {
+		return err
+	}
 	if db.closing.Load() {
 		return ErrClosed
 	}

@@ -196,6 +196,9 @@ func (t *Txn) writable(op string, cf *ColumnFamily, key []byte) (*storage.Family
 	if err := t.usable(); err != nil {
 		return nil, err
 	}
+	if err := t.db.writable(); err != nil {
+		return nil, err
+	}
 	f, err := t.db.checkFamily(op, cf)
 	if err != nil {
 		return nil, err

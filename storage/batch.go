@@ -173,6 +173,9 @@ func appendLenPrefixed(dst, p []byte) []byte {
 func (db *DB) Write(b *Batch) error { return db.writeWith(db.wo, b) }
 
 func (db *DB) writeWith(wo *grocksdb.WriteOptions, b *Batch) error {
+	if db.opts.ReadOnly {
+		return ErrReadOnly
+	}
 	if b == nil || b.count == 0 {
 		return nil
 	}

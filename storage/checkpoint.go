@@ -10,6 +10,9 @@ import (
 // must not exist yet (RocksDB hard-links SST files where it can, so it is cheap on the
 // same filesystem). The copy holds every write acknowledged before the call.
 func (db *DB) Checkpoint(dir string) error {
+	if db.opts.ReadOnly {
+		return ErrReadOnly
+	}
 	if dir == "" {
 		return &ConfigError{Field: "checkpoint dir", Value: dir, Expected: "a folder name"}
 	}
@@ -32,6 +35,9 @@ func (db *DB) Checkpoint(dir string) error {
 // tombstone. start after end is refused (*ConfigError naming "range start"): RocksDB would write the
 // tombstone to the WAL, fail to apply it and stop taking writes.
 func (db *DB) DeleteRange(f *Family, start, end []byte) error {
+	if db.opts.ReadOnly {
+		return ErrReadOnly
+	}
 	if err := db.check(f); err != nil {
 		return err
 	}

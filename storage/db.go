@@ -66,7 +66,11 @@ func Open(dir string, opts Options) (*DB, error) {
 	if dir == "" {
 		return nil, &ConfigError{Field: "dir", Value: dir, Expected: "a folder name"}
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if opts.ReadOnly {
+		if _, err := os.Stat(dir); err != nil {
+			return nil, fmt.Errorf("rockline: open %s read-only: %w", dir, err)
+		}
+	} else if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("rockline: open %s: %w", dir, err)
 	}
 	opts = opts.withDefaults()
@@ -92,21 +96,32 @@ func Open(dir string, opts Options) (*DB, error) {
 	// every family together, so a crash keeps each batch whole or not at all.
 	db.dbOpts.SetAtomicFlush(opts.DisableWAL)
 
+	if opts.Secondary != "" {
+		db.dbOpts.SetMaxOpenFiles(-1) // a secondary must keep every file open
+	}
 	// names are RocksDB's names (with generations); logical names key the options.
 	names := []string{DefaultFamily}
-	if existing, err := grocksdb.ListColumnFamilies(db.dbOpts, dir); err == nil {
+	existing, listErr := grocksdb.ListColumnFamilies(db.dbOpts, dir)
+	if listErr == nil {
 		for _, n := range existing {
 			if n != DefaultFamily {
 				names = append(names, n)
 			}
 		}
 	}
-	if !slices.Contains(names, MetaFamily) {
-		names = append(names, MetaFamily)
-	}
-	for n := range opts.Families {
-		if !containsLogical(names, n) {
-			names = append(names, n)
+	if opts.ReadOnly {
+		if listErr != nil || !slices.Contains(names, MetaFamily) {
+			db.freeOptions()
+			return nil, fmt.Errorf("rockline: open %s read-only: not a rockline database (%v): %w", dir, listErr, ErrNotFound)
+		}
+	} else {
+		if !slices.Contains(names, MetaFamily) {
+			names = append(names, MetaFamily)
+		}
+		for n := range opts.Families {
+			if !containsLogical(names, n) {
+				names = append(names, n)
+			}
 		}
 	}
 	cfOpts := make([]*grocksdb.Options, len(names))
@@ -118,7 +133,17 @@ func Open(dir string, opts Options) (*DB, error) {
 			cfOpts[i] = db.familyOptions(opts.familyOptions(logical))
 		}
 	}
-	native, handles, err := grocksdb.OpenDbColumnFamilies(db.dbOpts, dir, names, cfOpts)
+	var native *grocksdb.DB
+	var handles []*grocksdb.ColumnFamilyHandle
+	var err error
+	switch {
+	case opts.Secondary != "":
+		native, handles, err = grocksdb.OpenDbAsSecondaryColumnFamilies(db.dbOpts, dir, opts.Secondary, names, cfOpts)
+	case opts.ReadOnly:
+		native, handles, err = grocksdb.OpenDbForReadOnlyColumnFamilies(db.dbOpts, dir, names, cfOpts, false)
+	default:
+		native, handles, err = grocksdb.OpenDbColumnFamilies(db.dbOpts, dir, names, cfOpts)
+	}
 	if err != nil {
 		for _, o := range cfOpts[1:] {
 			o.Destroy()
@@ -149,6 +174,9 @@ func Open(dir string, opts Options) (*DB, error) {
 	if err := db.loadGenerations(); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("rockline: open %s: %w", dir, err)
+	}
+	if opts.ReadOnly {
+		return db, nil // nothing to complete or create: the folder stays as it is
 	}
 	if err := db.completeIntents(); err != nil {
 		db.Close()
@@ -185,6 +213,22 @@ func (db *DB) freeOptions() {
 	db.bbto.Destroy()
 	db.cache.Destroy()
 }
+
+// CatchUp brings a secondary (Options.Secondary) up to the writes its primary has
+// made since Open or the last CatchUp. Others fail with ErrNotSecondary.
+func (db *DB) CatchUp() error {
+	if db.opts.Secondary == "" {
+		return ErrNotSecondary
+	}
+	if err := db.enter(); err != nil {
+		return err
+	}
+	defer db.leave()
+	return mapError("catch up with the primary", db.native.TryCatchUpWithPrimary())
+}
+
+// ReadOnly reports whether the database was opened read-only (or as a secondary).
+func (db *DB) ReadOnly() bool { return db.opts.ReadOnly }
 
 // Dir returns the folder the database lives in.
 func (db *DB) Dir() string { return db.dir }
@@ -223,7 +267,7 @@ func (db *DB) Close() error {
 	}
 	db.live = nil
 	db.liveMu.Unlock()
-	if !db.opts.DisableWAL && !db.writeFailed.Load() {
+	if !db.opts.DisableWAL && !db.opts.ReadOnly && !db.writeFailed.Load() {
 		if err := db.native.FlushWAL(true); err != nil {
 			errs = append(errs, mapError("flush WAL on close", err))
 		}

@@ -52,6 +52,9 @@ func (db *DB) DropFamilyWith(name string, record func(f *Family) error, done ...
 }
 
 func (db *DB) dropFamily(name string, record func(*Family) error, done []func(error)) error {
+	if db.opts.ReadOnly {
+		return ErrReadOnly
+	}
 	if name == DefaultFamily || name == MetaFamily {
 		return &ConfigError{Field: "family name", Value: name, Expected: "a family other than the default family and the storage meta family, which cannot be dropped"}
 	}

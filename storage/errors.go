@@ -10,6 +10,12 @@ import (
 
 // Sentinel errors. Every error this package returns either is one of these, wraps one
 // of them with %w, or wraps the RocksDB status with the operation named.
+// ErrReadOnly is returned by every write to a database opened with Options.ReadOnly.
+var ErrReadOnly = errors.New("rockline: database opened read-only")
+
+// ErrNotSecondary is returned by CatchUp on a database not opened as a secondary.
+var ErrNotSecondary = errors.New("rockline: not a secondary database")
+
 var (
 	// ErrClosed is returned by every call made after Close has begun.
 	ErrClosed = errors.New("rockline: database closed")

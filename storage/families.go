@@ -224,6 +224,9 @@ func (db *DB) CreateFamily(name string, opts FamilyOptions) (*Family, error) {
 // A generation not above every generation the name has had fails with a
 // *ConfigError.
 func (db *DB) CreateFamilyGeneration(name string, gen int, opts FamilyOptions) (*Family, error) {
+	if db.opts.ReadOnly {
+		return nil, ErrReadOnly
+	}
 	if err := ValidateFamilyName(name); err != nil {
 		return nil, err
 	}

@@ -46,7 +46,9 @@ func (db *DB) NewIterator(f *Family, o IterOptions) (*Iterator, error) {
 			ro.Destroy()
 			return nil, err
 		}
-		ro.SetSnapshot(o.Snapshot.snap)
+		if o.Snapshot.snap != nil { // a secondary's snapshots pin nothing (see NewSnapshot)
+			ro.SetSnapshot(o.Snapshot.snap)
+		}
 	}
 	it := &Iterator{db: db, ro: ro, lower: bytes.Clone(o.Lower), upper: bytes.Clone(o.Upper)}
 	if it.lower != nil {

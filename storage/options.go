@@ -100,6 +100,16 @@ type Options struct {
 	BlockCacheSize int64
 	// ErrorIfExists fails Open when the database already exists.
 	ErrorIfExists bool
+	// ReadOnly opens an existing database for reading, without its write lock (another
+	// process may hold it and keep writing): reads see the state at Open, or at the
+	// last CatchUp of a secondary, and every write fails with ErrReadOnly. Nothing in
+	// the folder is changed, pending drops included.
+	ReadOnly bool
+	// Secondary, with ReadOnly, opens the database as a RocksDB secondary whose own
+	// files (its info log) go in this folder: CatchUp brings it up to the writes the
+	// primary has made since. Families the primary creates later are seen after a
+	// reopen only.
+	Secondary string
 	// BloomBitsPerKey sizes the bloom filter of every SST file (1..64 bits per key; 0
 	// means DefaultBloomBitsPerKey, about a 1% false-positive rate; negative: no filter).
 	// rockline reads every key a transaction tracks, most of them absent or recent, so
@@ -140,6 +150,9 @@ func (o Options) Validate() error {
 	}
 	if o.MaxLogFileSize < 0 || (o.MaxLogFileSize > 0 && o.MaxLogFileSize < 1<<20) {
 		return &ConfigError{Field: "MaxLogFileSize", Value: o.MaxLogFileSize, Expected: "at least 1 MiB (1048576), or 0 for the default"}
+	}
+	if o.Secondary != "" && !o.ReadOnly {
+		return &ConfigError{Field: "Secondary", Value: o.Secondary, Expected: "empty unless ReadOnly is set"}
 	}
 	if o.KeepLogFiles < 0 || o.KeepLogFiles > 1000 {
 		return &ConfigError{Field: "KeepLogFiles", Value: o.KeepLogFiles, Expected: "between 1 and 1000, or 0 for the default"}

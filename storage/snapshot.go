@@ -23,14 +23,19 @@ type Snapshot struct {
 	ro       *grocksdb.ReadOptions
 }
 
-// NewSnapshot pins the current state of the database.
+// NewSnapshot pins the current state of the database. A secondary (Options.Secondary)
+// has no snapshots in RocksDB 7.8: its Snapshot reads the state as of the last
+// CatchUp, which only CatchUp changes.
 func (db *DB) NewSnapshot() (*Snapshot, error) {
 	if err := db.enter(); err != nil {
 		return nil, err
 	}
 	defer db.leave()
-	s := &Snapshot{db: db, snap: db.native.NewSnapshot(), ro: grocksdb.NewDefaultReadOptions()}
-	s.ro.SetSnapshot(s.snap)
+	s := &Snapshot{db: db, ro: grocksdb.NewDefaultReadOptions()}
+	if db.opts.Secondary == "" {
+		s.snap = db.native.NewSnapshot()
+		s.ro.SetSnapshot(s.snap)
+	}
 	db.track(s)
 	return s, nil
 }
@@ -54,7 +59,9 @@ func (s *Snapshot) releaseLocked() {
 	}
 	s.released = true
 	s.ro.Destroy()
-	s.db.native.ReleaseSnapshot(s.snap)
+	if s.snap != nil {
+		s.db.native.ReleaseSnapshot(s.snap)
+	}
 }
 
 // readOptions returns the read options for s (the database's default when s is nil);

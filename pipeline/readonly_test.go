@@ -1,0 +1,132 @@
+package pipeline_test
+
+import (
+	"errors"
+	"path/filepath"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/rockline/rockline/eventstore"
+	"github.com/rockline/rockline/pipeline"
+)
+
+// TestOpenReadOnly: a read-only open of a folder a writer holds reads what the writer
+// had written (keys, the log, streams), refuses every write with ErrReadOnly, and
+// changes nothing; the writer goes on undisturbed.
+func TestOpenReadOnly(t *testing.T) {
+	w, dir := openDB(t, pipeline.Config{})
+	cf := dropCreate(t, w, "f")
+	put(t, w, cf, "k", "v")
+	wes := store(t, w)
+	if _, err := wes.Append(ctx, "s", eventstore.NoStream, eventstore.Event{Type: "t"}); err != nil {
+		t.Fatal(err)
+	}
+	ro, err := pipeline.OpenReadOnly(dir, pipeline.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ro.Close()
+	if !ro.ReadOnly() || w.ReadOnly() {
+		t.Errorf("ReadOnly() = %v (read-only open), %v (writer)", ro.ReadOnly(), w.ReadOnly())
+	}
+	rcf, err := ro.ColumnFamily("f")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := mustGet(t, ro, rcf, "k"); got != "v" {
+		t.Errorf("read-only Get = %q", got)
+	}
+	if diff := cmp.Diff(wholeLog(t, w), wholeLog(t, ro)); diff != "" {
+		t.Errorf("log (-writer +read-only):\n%s", diff)
+	}
+	if diff := cmp.Diff(streamEvents(t, w, "s"), streamEvents(t, ro, "s")); diff != "" {
+		t.Errorf("stream (-writer +read-only):\n%s", diff)
+	}
+
+	tx := ro.Begin()
+	defer tx.Discard()
+	writes := map[string]error{
+		"Put":              tx.Put(rcf, []byte("k"), []byte("x")),
+		"Delete":           tx.Delete(rcf, []byte("k")),
+		"DeleteRange":      tx.DeleteRange(rcf, []byte("a"), []byte("z")),
+		"AddEvents":        tx.AddEvents(pipeline.Event{Type: "t"}),
+		"DropColumnFamily": ro.DropColumnFamily("f"),
+		"TruncateLog":      ro.TruncateLog(1),
+		"Replay":           ro.Replay(ctx, nil),
+	}
+	_, writes["CreateColumnFamily"] = ro.CreateColumnFamily("g")
+	_, writes["Checkpoint"] = ro.Checkpoint(filepath.Join(t.TempDir(), "cp"))
+	_, writes["Store.Append"] = store(t, ro).Append(ctx, "s", eventstore.Any, eventstore.Event{Type: "t"})
+	for call, err := range writes {
+		if !errors.Is(err, pipeline.ErrReadOnly) {
+			t.Errorf("%s on a read-only database = %v, want ErrReadOnly", call, err)
+		}
+	}
+	if err := ro.CatchUp(); !errors.Is(err, pipeline.ErrNotSecondary) {
+		t.Errorf("CatchUp of a read-only open = %v, want ErrNotSecondary", err)
+	}
+	put(t, w, cf, "k", "v2") // the writer is not disturbed
+	if got := mustGet(t, ro, rcf, "k"); got != "v" {
+		t.Errorf("read-only Get after the writer moved on = %q, want the state at open", got)
+	}
+}
+
+// TestOpenSecondary: a secondary follows its primary on CatchUp: LastPosition, reads,
+// stream reads and a subscription on the secondary advance to what the primary wrote.
+func TestOpenSecondary(t *testing.T) {
+	w, dir := openDB(t, pipeline.Config{})
+	cf := dropCreate(t, w, "f")
+	put(t, w, cf, "k", "v1")
+	wes := store(t, w) // its family exists before the secondary opens: later ones need a reopen
+	sec, err := pipeline.OpenSecondary(dir, filepath.Join(t.TempDir(), "secondary"), pipeline.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sec.Close()
+	start := sec.LastPosition()
+	if start != w.LastPosition() {
+		t.Fatalf("secondary at %d, primary at %d", start, w.LastPosition())
+	}
+	seen := make(chan uint64, 16)
+	sub, err := sec.Subscribe(ctx, start, func(e pipeline.LogEntry) error { seen <- e.Position; return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Close()
+
+	put(t, w, cf, "k", "v2")
+	if _, err := wes.Append(ctx, "s", eventstore.NoStream, eventstore.Event{Type: "t"}); err != nil {
+		t.Fatal(err)
+	}
+	scf, err := sec.ColumnFamily("f")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := mustGet(t, sec, scf, "k"); got != "v1" || sec.LastPosition() != start {
+		t.Errorf("before CatchUp: k = %q at %d, want v1 at %d", got, sec.LastPosition(), start)
+	}
+	if err := sec.CatchUp(); err != nil {
+		t.Fatal(err)
+	}
+	if sec.LastPosition() != w.LastPosition() {
+		t.Errorf("after CatchUp at %d, primary at %d", sec.LastPosition(), w.LastPosition())
+	}
+	if got := mustGet(t, sec, scf, "k"); got != "v2" {
+		t.Errorf("after CatchUp k = %q, want v2", got)
+	}
+	for want := start + 1; want <= w.LastPosition(); want++ {
+		if got := recv(t, seen, "the secondary's subscription"); got != want {
+			t.Fatalf("subscription delivered %d, want %d", got, want)
+		}
+	}
+	if evs := streamEvents(t, sec, "s"); len(evs) != 1 {
+		t.Errorf("stream on the secondary after CatchUp: %d events, want 1", len(evs))
+	}
+	if err := sec.CatchUp(); err != nil { // nothing new: a no-op
+		t.Fatal(err)
+	}
+	if _, err := pipeline.OpenSecondary(dir, "", pipeline.Config{}); err == nil {
+		t.Error("OpenSecondary without a folder of its own succeeded")
+	}
+}

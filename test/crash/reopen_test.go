@@ -23,6 +23,10 @@ func TestFamilyOptionsSurviveReopen(t *testing.T) {
 		"created": {WriteBufferSize: 4 << 20, MaxWriteBufferNumber: 3},
 		"default": {WriteBufferSize: storage.DefaultWriteBufferSize, MaxWriteBufferNumber: storage.DefaultMaxWriteBufferNumber},
 	}
+	for name, w := range want { // the compression defaults are filled in too
+		w.Compression, w.BottommostCompression = storage.DefaultCompression, storage.DefaultBottommostCompression
+		want[name] = w
+	}
 	check := func(db *pipeline.DB, when string) {
 		t.Helper()
 		for name, w := range want {

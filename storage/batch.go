@@ -60,14 +60,7 @@ func (b *Batch) Put(f *Family, key, value []byte) error {
 	if len(value) > MaxValueSize {
 		return &LimitError{What: "value", Size: len(value), Limit: MaxValueSize}
 	}
-	b.noteFamily(f)
-	b.lazyInit()
-	if f.id == defaultFamilyNumber {
-		b.rep = append(b.rep, tagValue)
-	} else {
-		b.rep = append(b.rep, tagFamilyValue)
-		b.rep = binary.AppendUvarint(b.rep, uint64(f.id))
-	}
+	b.appendTag(f, tagValue, tagFamilyValue)
 	b.rep = appendLenPrefixed(b.rep, key)
 	b.rep = appendLenPrefixed(b.rep, value)
 	b.count++
@@ -79,14 +72,7 @@ func (b *Batch) Delete(f *Family, key []byte) error {
 	if err := b.admit(f, key); err != nil {
 		return err
 	}
-	b.noteFamily(f)
-	b.lazyInit()
-	if f.id == defaultFamilyNumber {
-		b.rep = append(b.rep, tagDeletion)
-	} else {
-		b.rep = append(b.rep, tagFamilyDeletion)
-		b.rep = binary.AppendUvarint(b.rep, uint64(f.id))
-	}
+	b.appendTag(f, tagDeletion, tagFamilyDeletion)
 	b.rep = appendLenPrefixed(b.rep, key)
 	b.count++
 	return nil
@@ -105,14 +91,7 @@ func (b *Batch) DeleteRange(f *Family, start, end []byte) error {
 	if bytes.Compare(start, end) > 0 {
 		return &ConfigError{Field: "range start", Value: start, Expected: fmt.Sprintf("a key not after the range end %q", end)}
 	}
-	b.noteFamily(f)
-	b.lazyInit()
-	if f.id == defaultFamilyNumber {
-		b.rep = append(b.rep, tagRange)
-	} else {
-		b.rep = append(b.rep, tagFamilyRange)
-		b.rep = binary.AppendUvarint(b.rep, uint64(f.id))
-	}
+	b.appendTag(f, tagRange, tagFamilyRange)
 	b.rep = appendLenPrefixed(b.rep, start)
 	b.rep = appendLenPrefixed(b.rep, end)
 	b.count++
@@ -130,6 +109,19 @@ func (b *Batch) Append(o *Batch) {
 	for _, f := range o.families {
 		b.noteFamily(f)
 	}
+}
+
+// appendTag starts a record for f: the default family's tag, or the other families'
+// tag followed by the family's id.
+func (b *Batch) appendTag(f *Family, defaultTag, familyTag byte) {
+	b.noteFamily(f)
+	b.lazyInit()
+	if f.id == defaultFamilyNumber {
+		b.rep = append(b.rep, defaultTag)
+		return
+	}
+	b.rep = append(b.rep, familyTag)
+	b.rep = binary.AppendUvarint(b.rep, uint64(f.id))
 }
 
 func (b *Batch) lazyInit() {

@@ -85,7 +85,7 @@ func (m *metrics) retried(ctx context.Context) { m.retries.Add(ctx, 1, m.retryOp
 type gauges struct {
 	queueDepth, poolBytes, pendingDrops, openTxns, lastPosition metric.Int64ObservableGauge
 	immutable, memtable, l0, pendingCompaction, writeStopped    metric.Int64ObservableGauge
-	delayedRate, sst, live                                      metric.Int64ObservableGauge
+	delayedRate, sst, live, blockCache                          metric.Int64ObservableGauge
 	flushed, compacted                                          metric.Int64ObservableCounter
 	stall                                                       metric.Float64ObservableCounter
 }
@@ -118,6 +118,7 @@ func newGauges(m metric.Meter) (*gauges, error) {
 	counter(&g.compacted, tracing.MetricBytesCompacted, "By", "Bytes written by compactions.")
 	gauge(&g.sst, tracing.MetricSSTBytes, "By", "SST files' size per family: its space on disk.")
 	gauge(&g.live, tracing.MetricLiveDataBytes, "By", "RocksDB's estimate of live data per family.")
+	gauge(&g.blockCache, tracing.MetricBlockCacheBytes, "By", "The block cache's use, shared by every family.")
 	var err error
 	g.stall, err = m.Float64ObservableCounter(tracing.MetricStallTime, metric.WithUnit("s"), metric.WithDescription("Time writers spent stalled."))
 	errs = append(errs, err)
@@ -125,7 +126,7 @@ func newGauges(m metric.Meter) (*gauges, error) {
 }
 
 func (g *gauges) instruments() []metric.Observable {
-	return []metric.Observable{g.queueDepth, g.poolBytes, g.pendingDrops, g.openTxns, g.lastPosition, g.immutable, g.memtable, g.l0, g.pendingCompaction, g.writeStopped, g.delayedRate, g.sst, g.live, g.flushed, g.compacted, g.stall}
+	return []metric.Observable{g.queueDepth, g.poolBytes, g.pendingDrops, g.openTxns, g.lastPosition, g.immutable, g.memtable, g.l0, g.pendingCompaction, g.writeStopped, g.delayedRate, g.sst, g.live, g.blockCache, g.flushed, g.compacted, g.stall}
 }
 
 // observe reports every gauge; on a closed database it reports nothing.
@@ -150,6 +151,7 @@ func (db *DB) observe(o metric.Observer, g *gauges) error {
 	}
 	o.ObserveInt64(g.writeStopped, stopped)
 	o.ObserveInt64(g.delayedRate, int64(st.DelayedWriteRate))
+	o.ObserveInt64(g.blockCache, int64(st.BlockCacheBytes))
 	o.ObserveInt64(g.flushed, int64(st.BytesFlushed))
 	o.ObserveInt64(g.compacted, int64(st.BytesCompacted))
 	o.ObserveFloat64(g.stall, float64(st.StallMicros)/1e6)

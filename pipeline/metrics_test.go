@@ -99,7 +99,7 @@ func TestMetrics(t *testing.T) {
 	for _, name := range []string{tracing.MetricLaneQueueDepth, tracing.MetricBucketPoolBytes, tracing.MetricPendingDrops,
 		tracing.MetricImmutableMemtables, tracing.MetricMemtableBytes, tracing.MetricL0Files, tracing.MetricPendingCompaction,
 		tracing.MetricWriteStopped, tracing.MetricDelayedWriteRate, tracing.MetricBytesFlushed, tracing.MetricBytesCompacted,
-		tracing.MetricSSTBytes, tracing.MetricLiveDataBytes} {
+		tracing.MetricSSTBytes, tracing.MetricLiveDataBytes, tracing.MetricBlockCacheBytes} {
 		if got[name] == nil {
 			t.Errorf("metric %s not reported", name)
 		}

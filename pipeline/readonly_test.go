@@ -130,3 +130,65 @@ func TestOpenSecondary(t *testing.T) {
 		t.Error("OpenSecondary without a folder of its own succeeded")
 	}
 }
+
+// TestCompactRange: after a range delete, compacting the family leaves it no SST
+// bytes; the data and the log are unchanged by the compaction itself; a read-only
+// database refuses.
+func TestCompactRange(t *testing.T) {
+	db, dir := openDB(t, pipeline.Config{})
+	cf := dropCreate(t, db, "f")
+	tx := db.Begin()
+	for i := range 500 {
+		if err := tx.Put(cf, key("k%04d", i), make([]byte, 512)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	sst := func() uint64 {
+		t.Helper()
+		st, err := db.StorageStats()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range st.Families {
+			if f.Name == "f" {
+				return f.SSTBytes
+			}
+		}
+		return 0
+	}
+	last := db.LastPosition()
+	if err := db.CompactRange(cf, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	if sst() == 0 || db.LastPosition() != last {
+		t.Fatalf("after compacting: %d SST bytes at position %d (was %d)", sst(), db.LastPosition(), last)
+	}
+	del := db.Begin()
+	if err := del.DeleteRange(cf, []byte("k"), []byte("l")); err != nil {
+		t.Fatal(err)
+	}
+	if err := del.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.CompactRange(cf, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	if n := sst(); n != 0 {
+		t.Errorf("%d SST bytes after deleting every key and compacting, want 0", n)
+	}
+	ro, err := pipeline.OpenReadOnly(dir, pipeline.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ro.Close()
+	rcf, err := ro.ColumnFamily("f")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ro.CompactRange(rcf, nil, nil); !errors.Is(err, pipeline.ErrReadOnly) {
+		t.Errorf("CompactRange on a read-only open = %v, want ErrReadOnly", err)
+	}
+}

@@ -135,3 +135,23 @@ func (db *DB) TruncateLog(before uint64) error {
 	db.truncated.Store(before)
 	return closedErr(db.store.DeleteRange(db.log, logentry.Key(0), logentry.Key(before)))
 }
+
+// CompactRange compacts the keys of cf in [start, end) (nil for an unbounded end) down
+// to RocksDB's bottommost level and returns when it is done: deleted and overwritten
+// data is dropped and the family's space on disk (StorageStats: SSTBytes) shrinks to
+// its live data. It is not a commit: the log and the data are unchanged. Errors:
+// ErrReadOnly, a *ConfigError for start after end, ErrClosed.
+func (db *DB) CompactRange(cf *ColumnFamily, start, end []byte) error {
+	if err := db.writable(); err != nil {
+		return err
+	}
+	f, err := db.checkFamily("CompactRange", cf)
+	if err != nil {
+		return err
+	}
+	if err := db.enter(); err != nil {
+		return err
+	}
+	defer db.leave()
+	return closedErr(db.store.CompactRange(f, start, end))
+}

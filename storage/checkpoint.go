@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"fmt"
 	"os"
+
+	"github.com/linxGnu/grocksdb"
 )
 
 // Checkpoint writes a consistent, openable copy of the whole database into dir, which
@@ -52,4 +54,29 @@ func (db *DB) DeleteRange(f *Family, start, end []byte) error {
 		return fmt.Errorf("rockline: delete range in dropped family %q: %w", f.name, errRetired)
 	}
 	return mapError("delete range", db.native.DeleteRangeCF(db.wo, f.handle, start, end))
+}
+
+// CompactRange compacts the keys of f in [start, end) (nil for unbounded ends) down to
+// the bottommost level, waiting until it is done: deleted and overwritten data and
+// tombstones are dropped, and the family's space on disk shrinks to its live data. It
+// fails with ErrReadOnly on a read-only database.
+func (db *DB) CompactRange(f *Family, start, end []byte) error {
+	if db.opts.ReadOnly {
+		return ErrReadOnly
+	}
+	if err := db.check(f); err != nil {
+		return err
+	}
+	if start != nil && end != nil && bytes.Compare(start, end) > 0 {
+		return &ConfigError{Field: "range start", Value: start, Expected: fmt.Sprintf("a key not after the range end %q", end)}
+	}
+	if err := db.enter(); err != nil {
+		return err
+	}
+	defer db.leave()
+	if f.physicallyDropped() {
+		return fmt.Errorf("rockline: compact dropped family %q: %w", f.name, errRetired)
+	}
+	db.native.CompactRangeCF(f.handle, grocksdb.Range{Start: start, Limit: end})
+	return nil
 }

@@ -34,6 +34,8 @@ type Stats struct {
 	FailedDrops       int64  // physical drop attempts that failed, cumulative
 	CompletedDrops    int64  // physical drops done, cumulative
 	LastDropError     string // the last drop failure, if any
+	BlockCacheBytes   uint64 // the block cache's use, shared by every family
+	BlockCachePinned  uint64 // the part of it pinned by open iterators and tables
 	Families          []FamilyStats
 }
 
@@ -45,6 +47,7 @@ func (db *DB) Stats() (Stats, error) {
 	}
 	defer db.leave()
 	var s Stats
+	s.BlockCacheBytes, s.BlockCachePinned = db.cache.GetUsage(), db.cache.GetPinnedUsage()
 	stopped, _ := db.native.GetIntProperty("rocksdb.is-write-stopped")
 	s.WriteStopped = stopped != 0
 	s.DelayedWriteRate, _ = db.native.GetIntProperty("rocksdb.actual-delayed-write-rate")

@@ -90,6 +90,8 @@ const (
 	// RocksDB's estimate of its live data.
 	MetricSSTBytes      = "rockline.storage.sst.size"
 	MetricLiveDataBytes = "rockline.storage.live_data.size"
+	// MetricBlockCacheBytes is the block cache's use, shared by every family.
+	MetricBlockCacheBytes = "rockline.storage.block_cache.usage"
 	// MetricUpdateRetries counts the attempts DB.Update ran again after a conflict.
 	MetricUpdateRetries = "rockline.update.retries"
 	// MetricProjectionLag is how many log positions a projection is behind the

@@ -85,7 +85,7 @@ func (m *metrics) retried(ctx context.Context) { m.retries.Add(ctx, 1, m.retryOp
 type gauges struct {
 	queueDepth, poolBytes, pendingDrops, openTxns, lastPosition metric.Int64ObservableGauge
 	immutable, memtable, l0, pendingCompaction, writeStopped    metric.Int64ObservableGauge
-	delayedRate, sst, live, blockCache                          metric.Int64ObservableGauge
+	delayedRate, sst, live, blockCache, subs, subLag            metric.Int64ObservableGauge
 	flushed, compacted                                          metric.Int64ObservableCounter
 	stall                                                       metric.Float64ObservableCounter
 }
@@ -119,6 +119,8 @@ func newGauges(m metric.Meter) (*gauges, error) {
 	gauge(&g.sst, tracing.MetricSSTBytes, "By", "SST files' size per family: its space on disk.")
 	gauge(&g.live, tracing.MetricLiveDataBytes, "By", "RocksDB's estimate of live data per family.")
 	gauge(&g.blockCache, tracing.MetricBlockCacheBytes, "By", "The block cache's use, shared by every family.")
+	gauge(&g.subs, tracing.MetricSubscriptions, "{subscription}", "Running subscriptions.")
+	gauge(&g.subLag, tracing.MetricSubscriptionLag, "{position}", "The most published positions a running subscription has not handled yet.")
 	var err error
 	g.stall, err = m.Float64ObservableCounter(tracing.MetricStallTime, metric.WithUnit("s"), metric.WithDescription("Time writers spent stalled."))
 	errs = append(errs, err)
@@ -126,7 +128,7 @@ func newGauges(m metric.Meter) (*gauges, error) {
 }
 
 func (g *gauges) instruments() []metric.Observable {
-	return []metric.Observable{g.queueDepth, g.poolBytes, g.pendingDrops, g.openTxns, g.lastPosition, g.immutable, g.memtable, g.l0, g.pendingCompaction, g.writeStopped, g.delayedRate, g.sst, g.live, g.blockCache, g.flushed, g.compacted, g.stall}
+	return []metric.Observable{g.queueDepth, g.poolBytes, g.pendingDrops, g.openTxns, g.lastPosition, g.immutable, g.memtable, g.l0, g.pendingCompaction, g.writeStopped, g.delayedRate, g.sst, g.live, g.blockCache, g.subs, g.subLag, g.flushed, g.compacted, g.stall}
 }
 
 // observe reports every gauge; on a closed database it reports nothing.
@@ -140,6 +142,9 @@ func (db *DB) observe(o metric.Observer, g *gauges) error {
 	o.ObserveInt64(g.poolBytes, int64(db.val.PoolBytes()))
 	o.ObserveInt64(g.openTxns, int64(db.seq.OpenTransactions()))
 	o.ObserveInt64(g.lastPosition, int64(db.seq.Published()))
+	n, lag := db.subscriptionLag()
+	o.ObserveInt64(g.subs, int64(n))
+	o.ObserveInt64(g.subLag, int64(lag))
 	st, err := db.store.Stats()
 	if err != nil {
 		return nil // closed meanwhile

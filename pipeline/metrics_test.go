@@ -3,6 +3,8 @@ package pipeline_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"sync"
 	"testing"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -149,5 +151,47 @@ func TestMetrics(t *testing.T) {
 		if g := after[tracing.MetricMemtableBytes].(metricdata.Gauge[int64]); len(g.DataPoints) > 0 {
 			t.Errorf("storage gauges still reported after Close: %+v", g.DataPoints)
 		}
+	}
+}
+
+// TestSubscriptionLagMetric: a subscription stuck in its handler shows in the lag gauge
+// (every position published beyond the last it handled) and the subscription count;
+// once it has ended, neither counts it.
+func TestSubscriptionLagMetric(t *testing.T) {
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	defer mp.Shutdown(context.Background())
+	db, _ := openDB(t, pipeline.Config{MeterProvider: mp})
+	entered, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	sub, err := db.Subscribe(context.Background(), 0, func(pipeline.LogEntry) error {
+		once.Do(func() { close(entered) })
+		<-release
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 5 {
+		put(t, db, db.Default(), fmt.Sprint(i), "v")
+	}
+	recv(t, entered, "the subscription's handler")
+	gauge := func(name string) int64 {
+		t.Helper()
+		g, ok := collectMetrics(t, reader)[name].(metricdata.Gauge[int64])
+		if !ok || len(g.DataPoints) != 1 {
+			t.Fatalf("%s: %+v", name, g)
+		}
+		return g.DataPoints[0].Value
+	}
+	if n, lag := gauge(tracing.MetricSubscriptions), gauge(tracing.MetricSubscriptionLag); n != 1 || lag != 5 {
+		t.Errorf("with the handler stuck on entry 1 of 5: %d subscriptions, lag %d; want 1 and 5", n, lag)
+	}
+	close(release)
+	if err := sub.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if n, lag := gauge(tracing.MetricSubscriptions), gauge(tracing.MetricSubscriptionLag); n != 0 || lag != 0 {
+		t.Errorf("after Close: %d subscriptions, lag %d; want 0 and 0", n, lag)
 	}
 }

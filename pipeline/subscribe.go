@@ -60,12 +60,21 @@ func (db *DB) Subscribe(ctx context.Context, after uint64, handler func(LogEntry
 		return nil, ErrClosed
 	}
 	db.subs.Add(1)
-	db.subsMu.Unlock()
 	ctx, cancel := context.WithCancel(ctx)
 	s := &Subscription{cancel: cancel, done: make(chan struct{})}
 	s.pos.Store(after)
+	if db.active == nil {
+		db.active = make(map[*Subscription]struct{})
+	}
+	db.active[s] = struct{}{}
+	db.subsMu.Unlock()
 	go func() {
 		defer db.subs.Done()
+		defer func() {
+			db.subsMu.Lock()
+			delete(db.active, s)
+			db.subsMu.Unlock()
+		}()
 		defer close(s.done)
 		defer cancel()
 		s.err = db.follow(ctx, s, handler, o)
@@ -152,6 +161,21 @@ func (s *Subscription) Close() error {
 // goroutine before freeing storage.
 type subscriptions struct {
 	subsMu sync.Mutex
+	active map[*Subscription]struct{} // running subscriptions, for the lag gauge; under subsMu
 	subs   sync.WaitGroup
 	done   chan struct{}
+}
+
+// subscriptionLag returns how many running subscriptions there are and the largest
+// number of published positions one of them has not handled yet.
+func (db *DB) subscriptionLag() (n int, lag uint64) {
+	published := db.seq.Published()
+	db.subsMu.Lock()
+	defer db.subsMu.Unlock()
+	for s := range db.active {
+		if p := s.pos.Load(); published > p {
+			lag = max(lag, published-p)
+		}
+	}
+	return len(db.active), lag
 }

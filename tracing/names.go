@@ -92,6 +92,10 @@ const (
 	MetricLiveDataBytes = "rockline.storage.live_data.size"
 	// MetricBlockCacheBytes is the block cache's use, shared by every family.
 	MetricBlockCacheBytes = "rockline.storage.block_cache.usage"
+	// MetricSubscriptions counts the running subscriptions; MetricSubscriptionLag is
+	// the most published positions one of them has not handled yet.
+	MetricSubscriptions   = "rockline.subscriptions"
+	MetricSubscriptionLag = "rockline.subscription.lag"
 	// MetricUpdateRetries counts the attempts DB.Update ran again after a conflict.
 	MetricUpdateRetries = "rockline.update.retries"
 	// MetricProjectionLag is how many log positions a projection is behind the

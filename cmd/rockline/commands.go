@@ -1,0 +1,345 @@
+package main
+
+import (
+	"bytes"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"text/tabwriter"
+	"time"
+	"unicode/utf8"
+
+	"github.com/spf13/cobra"
+
+	"github.com/rockline/rockline/eventstore"
+	"github.com/rockline/rockline/pipeline"
+)
+
+// infoCmd prints the log's bounds and every family with its options and space.
+func infoCmd(o *options) *cobra.Command {
+	return &cobra.Command{
+		Use:   "info",
+		Short: "The log's first and last positions, the families with their options and space, pending drops",
+		Args:  args(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			db, done, err := o.open()
+			if err != nil {
+				return err
+			}
+			defer done()
+			st, err := db.StorageStats()
+			if err != nil {
+				return err
+			}
+			type family struct {
+				Name                 string `json:"name"`
+				WriteBufferSize      int64  `json:"write_buffer_size"`
+				MaxWriteBufferNumber int    `json:"max_write_buffer_number"`
+				SSTBytes             uint64 `json:"sst_bytes"`
+				LiveDataBytes        uint64 `json:"live_data_bytes"`
+			}
+			info := struct {
+				Dir           string   `json:"dir"`
+				FirstPosition uint64   `json:"first_position"`
+				LastPosition  uint64   `json:"last_position"`
+				Policy        string   `json:"policy"`
+				PendingDrops  int64    `json:"pending_drops"`
+				Families      []family `json:"families"`
+			}{Dir: o.dir, FirstPosition: db.FirstPosition(), LastPosition: db.LastPosition(), Policy: db.Policy(), PendingDrops: st.PendingDrops}
+			for _, f := range st.Families {
+				info.Families = append(info.Families, family{f.Name, f.WriteBufferSize, f.MaxWriteBufferNumber, f.SSTBytes, f.LiveDataBytes})
+			}
+			if o.json {
+				return o.emitJSON(info)
+			}
+			fmt.Fprintf(o.out, "folder    %s\nlog       positions %d..%d\npending   %d drops\n\n", info.Dir, info.FirstPosition, info.LastPosition, info.PendingDrops)
+			w := tabwriter.NewWriter(o.out, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(w, "FAMILY\tWRITE BUFFER\tBUFFERS\tSST BYTES\tLIVE BYTES")
+			for _, f := range info.Families {
+				fmt.Fprintf(w, "%s\t%d\t%d\t%d\t%d\n", f.Name, f.WriteBufferSize, f.MaxWriteBufferNumber, f.SSTBytes, f.LiveDataBytes)
+			}
+			return w.Flush()
+		},
+	}
+}
+
+// logCmd prints log entries decoded.
+func logCmd(o *options) *cobra.Command {
+	var from uint64
+	var last, limit int
+	cmd := &cobra.Command{
+		Use:   "log",
+		Short: "Log entries decoded: events with stream and revision, writes with family and key",
+		Args:  args(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if limit < 1 || limit > 1<<20 {
+				return usageError{fmt.Errorf("--limit %d: expected between 1 and 1048576", limit)}
+			}
+			if last < 0 {
+				return usageError{fmt.Errorf("--last %d: expected a count of entries, not negative", last)}
+			}
+			db, done, err := o.open()
+			if err != nil {
+				return err
+			}
+			defer done()
+			if last > 0 {
+				if top := db.LastPosition(); top > uint64(last) {
+					from = max(from, top-uint64(last)+1)
+				}
+			}
+			entries, err := db.ReadLog(max(from, db.FirstPosition()), limit)
+			if err != nil && len(entries) == 0 {
+				return err
+			}
+			if o.json {
+				if jerr := o.emitJSON(entries); jerr != nil {
+					return jerr
+				}
+				return err
+			}
+			for _, e := range entries {
+				kind := ""
+				if e.Filler {
+					kind = " filler"
+				}
+				fmt.Fprintf(o.out, "%d  %s%s  %d events, %d writes\n", e.Position, e.Time.UTC().Format(time.RFC3339Nano), kind, len(e.Events), len(e.Writes))
+				for _, ev := range e.Events {
+					stream := "(no stream)"
+					if ev.Stream != "" {
+						stream = fmt.Sprintf("%s@%d", ev.Stream, ev.Revision)
+					}
+					fmt.Fprintf(o.out, "    event %s %s id=%q %d bytes\n", stream, ev.Type, ev.ID, len(ev.Data))
+				}
+				for _, w := range e.Writes {
+					op := "put"
+					switch {
+					case w.Range:
+						op = "delete range to " + printable(w.Value)
+					case w.Delete:
+						op = "delete"
+					}
+					fmt.Fprintf(o.out, "    %s/%d %s %s\n", w.Family, w.Generation, printable(w.Key), op)
+				}
+				for _, f := range e.Families {
+					what := "create"
+					if f.Dropped {
+						what = "drop"
+					}
+					fmt.Fprintf(o.out, "    family %s %s/%d\n", what, f.Family, f.Generation)
+				}
+			}
+			return err // a corrupt entry ends the read after the intact ones
+		},
+	}
+	cmd.Flags().Uint64Var(&from, "from", 1, "first position")
+	cmd.Flags().IntVar(&last, "last", 0, "the last N entries instead")
+	cmd.Flags().IntVar(&limit, "limit", 100, "entries at most")
+	return cmd
+}
+
+// streamCmd reads a stream.
+func streamCmd(o *options) *cobra.Command {
+	var from uint64
+	var backward bool
+	var limit int
+	cmd := &cobra.Command{
+		Use:   "stream NAME",
+		Short: "A stream's events, forward from a revision or backward",
+		Args:  args(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, a []string) error {
+			if limit < 1 || limit > 1<<20 {
+				return usageError{fmt.Errorf("--limit %d: expected between 1 and 1048576", limit)}
+			}
+			db, done, err := o.open()
+			if err != nil {
+				return err
+			}
+			defer done()
+			es, err := eventstore.New(db)
+			if errors.Is(err, pipeline.ErrReadOnly) {
+				return fmt.Errorf("stream %q: the database has no event store (no stream was ever appended)", a[0])
+			}
+			if err != nil {
+				return err
+			}
+			read := es.ReadStream
+			if backward {
+				read = es.ReadStreamBackward
+				if !cmd.Flags().Changed("from") {
+					from = ^uint64(0)
+				}
+			}
+			evs, err := read(cmd.Context(), a[0], from, limit)
+			var ae *pipeline.ArgumentError
+			if errors.As(err, &ae) {
+				return usageError{err}
+			}
+			if err != nil {
+				return err
+			}
+			if o.json {
+				return o.emitJSON(evs)
+			}
+			w := tabwriter.NewWriter(o.out, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(w, "REVISION\tPOSITION\tTIME\tTYPE\tID\tDATA")
+			for _, e := range evs {
+				fmt.Fprintf(w, "%d\t%d\t%s\t%s\t%s\t%s\n", e.Revision, e.Position, e.Time.UTC().Format(time.RFC3339), e.Type, e.ID, printable(e.Data))
+			}
+			return w.Flush()
+		},
+	}
+	cmd.Flags().Uint64Var(&from, "from", 0, "first revision (backward: the last one; default the stream's last)")
+	cmd.Flags().BoolVar(&backward, "backward", false, "newest first")
+	cmd.Flags().IntVar(&limit, "limit", 100, "events at most (1..1048576)")
+	return cmd
+}
+
+// family opens the family named by the command line.
+func family(db *pipeline.DB, name string) (*pipeline.ColumnFamily, error) {
+	if name == "default" {
+		return db.Default(), nil
+	}
+	cf, err := db.ColumnFamily(name)
+	if errors.Is(err, pipeline.ErrColumnFamilyNotFound) {
+		return nil, usageError{fmt.Errorf("family %q: no such family (see rockline info)", name)}
+	}
+	return cf, err
+}
+
+// getCmd prints one key's value.
+func getCmd(o *options) *cobra.Command {
+	var asHex bool
+	cmd := &cobra.Command{
+		Use:   "get FAMILY KEY",
+		Short: "One key's value",
+		Args:  args(cobra.ExactArgs(2)),
+		RunE: func(cmd *cobra.Command, a []string) error {
+			db, done, err := o.open()
+			if err != nil {
+				return err
+			}
+			defer done()
+			cf, err := family(db, a[0])
+			if err != nil {
+				return err
+			}
+			key := []byte(a[1])
+			if asHex {
+				if key, err = hex.DecodeString(a[1]); err != nil {
+					return usageError{fmt.Errorf("KEY %q: expected hex with --hex: %w", a[1], err)}
+				}
+			}
+			var v []byte
+			err = db.View(func(tx *pipeline.Txn) error {
+				var err error
+				v, err = tx.GetUntracked(cf, key)
+				return err
+			})
+			if err != nil {
+				return fmt.Errorf("%s %s: %w", a[0], printable(key), err)
+			}
+			if o.json {
+				return o.emitJSON(map[string]string{"key": hex.EncodeToString(key), "value": hex.EncodeToString(v)})
+			}
+			fmt.Fprintln(o.out, printable(v))
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asHex, "hex", false, "KEY is hex")
+	return cmd
+}
+
+// scanCmd prints the keys of a family with a prefix.
+func scanCmd(o *options) *cobra.Command {
+	var prefix string
+	var limit int
+	cmd := &cobra.Command{
+		Use:   "scan FAMILY",
+		Short: "Keys and values of a family, all or under a prefix",
+		Args:  args(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, a []string) error {
+			if limit < 1 {
+				return usageError{fmt.Errorf("--limit %d: expected at least 1", limit)}
+			}
+			db, done, err := o.open()
+			if err != nil {
+				return err
+			}
+			defer done()
+			cf, err := family(db, a[0])
+			if err != nil {
+				return err
+			}
+			type kv struct {
+				Key   string `json:"key"`
+				Value string `json:"value"`
+			}
+			var rows []kv
+			err = db.View(func(tx *pipeline.Txn) error {
+				opts := pipeline.IterOptions{}
+				if prefix != "" {
+					opts.Lower = []byte(prefix)
+					opts.Upper = prefixEnd([]byte(prefix))
+				}
+				it, err := tx.NewIterator(cf, opts)
+				if err != nil {
+					return err
+				}
+				defer it.Close()
+				for it.First(); it.Valid() && len(rows) < limit; it.Next() {
+					if o.json {
+						rows = append(rows, kv{hex.EncodeToString(it.Key()), hex.EncodeToString(it.Value())})
+					} else {
+						rows = append(rows, kv{printable(it.Key()), printable(it.Value())})
+					}
+				}
+				return it.Err()
+			})
+			if err != nil {
+				return err
+			}
+			if o.json {
+				return o.emitJSON(rows)
+			}
+			w := tabwriter.NewWriter(o.out, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(w, "KEY\tVALUE")
+			for _, r := range rows {
+				fmt.Fprintf(w, "%s\t%s\n", r.Key, r.Value)
+			}
+			return w.Flush()
+		},
+	}
+	cmd.Flags().StringVar(&prefix, "prefix", "", "keys starting with this")
+	cmd.Flags().IntVar(&limit, "limit", 1000, "keys at most")
+	return cmd
+}
+
+// prefixEnd is the first key after every key starting with p (nil: none).
+func prefixEnd(p []byte) []byte {
+	end := bytes.Clone(p)
+	for i := len(end) - 1; i >= 0; i-- {
+		if end[i] < 0xff {
+			end[i]++
+			return end[:i+1]
+		}
+	}
+	return nil
+}
+
+// printable shows b as text when it is printable UTF-8, else as 0x-prefixed hex.
+func printable(b []byte) string {
+	if utf8.Valid(b) {
+		ok := true
+		for _, r := range string(b) {
+			if r < 0x20 || r == 0x7f {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			return string(b)
+		}
+	}
+	return "0x" + hex.EncodeToString(b)
+}

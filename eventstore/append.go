@@ -106,7 +106,7 @@ func (s *Store) appendTxn(op string, tx *pipeline.Txn, stream string, expected E
 	}
 	var payload [binary.MaxVarintLen64 + pipeline.MaxEventIDLen]byte
 	for i, e := range events {
-		p := append(binary.AppendUvarint(payload[:0], uint64(idx+i)), e.ID...)
+		p := appendEventPayload(payload[:0], idx+i, e.ID)
 		if err := tx.PutAtCommit(s.cf, eventKey(stream, first+uint64(i)), p, eventValue); err != nil {
 			return AppendResult{}, false, err
 		}

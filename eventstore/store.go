@@ -83,10 +83,10 @@ func eventKey(stream string, rev uint64) []byte {
 	return binary.BigEndian.AppendUint64(k, rev)
 }
 
-// eventPayload is what an event record holds besides its position, which the commit
-// fills in (eventValue).
-func eventPayload(idx int, id string) []byte {
-	return append(binary.AppendUvarint(nil, uint64(idx)), id...)
+// appendEventPayload appends what an event record holds besides its position, which
+// the commit fills in (eventValue): the event's index in the entry and its ID.
+func appendEventPayload(dst []byte, idx int, id string) []byte {
+	return append(binary.AppendUvarint(dst, uint64(idx)), id...)
 }
 
 // eventValue is the pipeline.PositionedValue of an event record.

@@ -70,10 +70,8 @@ type DB struct {
 	familyMu sync.Mutex
 	// truncMu serialises TruncateLog.
 	truncMu sync.Mutex
-	// readOnly is set for OpenReadOnly and OpenSecondary: every write fails with
-	// ErrReadOnly. catchMu serialises CatchUp.
-	readOnly bool
-	catchMu  sync.Mutex
+	// catchMu serialises CatchUp.
+	catchMu sync.Mutex
 
 	subscriptions
 }
@@ -110,7 +108,7 @@ func open(dir string, cfg Config, mode openMode) (*DB, error) {
 	if err != nil {
 		return nil, closedErr(err)
 	}
-	db := &DB{cfg: cfg, store: st, fp: validators.NewFingerprinter(), readOnly: mode.readOnly}
+	db := &DB{cfg: cfg, store: st, fp: validators.NewFingerprinter()}
 	db.done = make(chan struct{})
 	db.closeDone = make(chan struct{})
 	tp := cfg.TracerProvider

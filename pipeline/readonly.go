@@ -37,7 +37,7 @@ func OpenSecondary(dir, secondaryDir string, cfg Config) (*DB, error) {
 }
 
 // ReadOnly reports whether the database was opened with OpenReadOnly or OpenSecondary.
-func (db *DB) ReadOnly() bool { return db.readOnly }
+func (db *DB) ReadOnly() bool { return db.store.ReadOnly() }
 
 // CatchUp brings a secondary up to the primary's writes and publishes the log
 // positions it gained, in order, so transactions begun afterwards, the log readers and
@@ -93,7 +93,7 @@ func (db *DB) CatchUp() error {
 
 // writable refuses a write to a read-only database.
 func (db *DB) writable() error {
-	if db.readOnly {
+	if db.store.ReadOnly() {
 		return ErrReadOnly
 	}
 	return nil

@@ -199,7 +199,7 @@ func (db *DB) fault(fn func(*storagefaults.Faults) error) error {
 // completeIntents drops, at Open, every family whose drop was recorded but not done,
 // and forgets intents for families that no longer exist.
 func (db *DB) completeIntents() error {
-	it, err := db.NewIterator(db.meta, IterOptions{Lower: dropIntentPrefix, Upper: prefixEnd(dropIntentPrefix)})
+	it, err := db.NewIterator(db.meta, IterOptions{Lower: dropIntentPrefix, Upper: PrefixEnd(dropIntentPrefix)})
 	if err != nil {
 		return err
 	}
@@ -279,7 +279,9 @@ func (db *DB) dropPendingOnClose() error {
 	return errors.Join(errs...)
 }
 
-func prefixEnd(p []byte) []byte {
+// PrefixEnd returns the first key after every key that starts with p: the Upper bound
+// of a scan of the prefix (nil, unbounded, when p is empty or all 0xff bytes).
+func PrefixEnd(p []byte) []byte {
 	end := bytes.Clone(p)
 	for i := len(end) - 1; i >= 0; i-- {
 		if end[i] < 0xff {

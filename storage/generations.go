@@ -26,7 +26,7 @@ func (db *DB) recordGeneration(name string, gen int) error {
 
 // loadGenerations reads every recorded generation into the registry, at Open.
 func (db *DB) loadGenerations() error {
-	it, err := db.NewIterator(db.meta, IterOptions{Lower: genPrefix, Upper: prefixEnd(genPrefix)})
+	it, err := db.NewIterator(db.meta, IterOptions{Lower: genPrefix, Upper: PrefixEnd(genPrefix)})
 	if err != nil {
 		return err
 	}

@@ -1,10 +1,10 @@
 package main
 
 import (
-	"bytes"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"math"
 	"text/tabwriter"
 	"time"
 	"unicode/utf8"
@@ -13,6 +13,7 @@ import (
 
 	"github.com/rockline/rockline/eventstore"
 	"github.com/rockline/rockline/pipeline"
+	"github.com/rockline/rockline/storage"
 )
 
 // infoCmd prints the log's bounds and every family with its options and space.
@@ -72,8 +73,8 @@ func logCmd(o *options) *cobra.Command {
 		Short: "Log entries decoded: events with stream and revision, writes with family and key",
 		Args:  args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if limit < 1 || limit > 1<<20 {
-				return usageError{fmt.Errorf("--limit %d: expected between 1 and 1048576", limit)}
+			if err := checkLimit(limit, 1<<20); err != nil {
+				return err
 			}
 			if last < 0 {
 				return usageError{fmt.Errorf("--last %d: expected a count of entries, not negative", last)}
@@ -148,8 +149,8 @@ func streamCmd(o *options) *cobra.Command {
 		Short: "A stream's events, forward from a revision or backward",
 		Args:  args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, a []string) error {
-			if limit < 1 || limit > 1<<20 {
-				return usageError{fmt.Errorf("--limit %d: expected between 1 and 1048576", limit)}
+			if err := checkLimit(limit, 1<<20); err != nil {
+				return err
 			}
 			db, done, err := o.open()
 			if err != nil {
@@ -259,8 +260,8 @@ func scanCmd(o *options) *cobra.Command {
 		Short: "Keys and values of a family, all or under a prefix",
 		Args:  args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, a []string) error {
-			if limit < 1 {
-				return usageError{fmt.Errorf("--limit %d: expected at least 1", limit)}
+			if err := checkLimit(limit, math.MaxInt); err != nil {
+				return err
 			}
 			db, done, err := o.open()
 			if err != nil {
@@ -280,7 +281,7 @@ func scanCmd(o *options) *cobra.Command {
 				opts := pipeline.IterOptions{}
 				if prefix != "" {
 					opts.Lower = []byte(prefix)
-					opts.Upper = prefixEnd([]byte(prefix))
+					opts.Upper = storage.PrefixEnd([]byte(prefix))
 				}
 				it, err := tx.NewIterator(cf, opts)
 				if err != nil {
@@ -315,14 +316,10 @@ func scanCmd(o *options) *cobra.Command {
 	return cmd
 }
 
-// prefixEnd is the first key after every key starting with p (nil: none).
-func prefixEnd(p []byte) []byte {
-	end := bytes.Clone(p)
-	for i := len(end) - 1; i >= 0; i-- {
-		if end[i] < 0xff {
-			end[i]++
-			return end[:i+1]
-		}
+// checkLimit refuses a --limit outside 1..most.
+func checkLimit(limit, most int) error {
+	if limit < 1 || limit > most {
+		return usageError{fmt.Errorf("--limit %d: expected between 1 and %d", limit, most)}
 	}
 	return nil
 }

@@ -220,6 +220,12 @@ func toInternal(e LogEntry) *logentry.Entry {
 // that). Rebuild reads published entries while commits may go on; the result holds the
 // log as of the moment it read the last page.
 func (db *DB) Rebuild(ctx context.Context, dir string, cfg Config) (*DB, error) {
+	return db.rebuild(ctx, dir, cfg, 0, nil)
+}
+
+// rebuild is Rebuild up to position upTo (0: the last published), calling progress,
+// when set, with the last position replayed after each page.
+func (db *DB) rebuild(ctx context.Context, dir string, cfg Config, upTo uint64, progress func(uint64)) (*DB, error) {
 	if db.truncated.Load() > 1 {
 		return nil, fmt.Errorf("%w: rebuild needs the whole log", ErrLogTruncated)
 	}
@@ -234,11 +240,21 @@ func (db *DB) Rebuild(ctx context.Context, dir string, cfg Config) (*DB, error) 
 	it := db.LogIterator(1)
 	page := make([]LogEntry, 0, 256)
 	flush := func() error {
+		if len(page) == 0 {
+			return nil
+		}
+		last := page[len(page)-1].Position
 		err := dst.Replay(ctx, page)
 		page = page[:0]
+		if err == nil && progress != nil {
+			progress(last)
+		}
 		return err
 	}
 	for it.Next() {
+		if upTo != 0 && it.Entry().Position > upTo {
+			break
+		}
 		page = append(page, it.Entry())
 		if len(page) == cap(page) {
 			if err := flush(); err != nil {

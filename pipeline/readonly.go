@@ -9,7 +9,8 @@ import (
 
 // ErrReadOnly is returned by every write to a database opened with OpenReadOnly or
 // OpenSecondary: a Put, Delete, AddEvents or any other buffered write, a family
-// change, Replay, Checkpoint and TruncateLog.
+// change, Replay, TruncateLog, and Checkpoint on an OpenReadOnly database (a
+// secondary can take one).
 var ErrReadOnly = storage.ErrReadOnly
 
 // ErrNotSecondary is returned by CatchUp on a database not opened with OpenSecondary.

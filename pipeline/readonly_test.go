@@ -2,6 +2,7 @@ package pipeline_test
 
 import (
 	"errors"
+	"fmt"
 	"path/filepath"
 	"testing"
 
@@ -128,6 +129,79 @@ func TestOpenSecondary(t *testing.T) {
 	}
 	if _, err := pipeline.OpenSecondary(dir, "", pipeline.Config{}); err == nil {
 		t.Error("OpenSecondary without a folder of its own succeeded")
+	}
+}
+
+// TestSecondaryCheckpoint: a secondary takes an openable copy of a database its
+// primary keeps writing to; the copy holds at least what the secondary saw, passes
+// Verify, and the primary's checkpoint mark does not move (TruncateLog still refuses).
+func TestSecondaryCheckpoint(t *testing.T) {
+	w, dir := openDB(t, pipeline.Config{})
+	cf := dropCreate(t, w, "f")
+	for i := range 20 {
+		put(t, w, cf, fmt.Sprint("k", i), "v")
+	}
+	sec, err := pipeline.OpenSecondary(dir, filepath.Join(t.TempDir(), "secondary"), pipeline.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sec.Close()
+	stop := make(chan struct{})
+	wrote := make(chan error, 1)
+	go func() { // the primary goes on writing while the copy is taken
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				wrote <- nil
+				return
+			default:
+			}
+			if err := w.Update(ctx, func(tx *pipeline.Txn) error { return tx.Put(cf, []byte(fmt.Sprint("later", i)), []byte("v")) }); err != nil {
+				wrote <- err
+				return
+			}
+		}
+	}()
+	cp := filepath.Join(t.TempDir(), "cp")
+	covered, err := sec.Checkpoint(cp)
+	close(stop)
+	if werr := <-wrote; werr != nil {
+		t.Fatal(werr)
+	}
+	if err != nil {
+		t.Fatalf("Checkpoint on a secondary: %v", err)
+	}
+	if covered < 21 {
+		t.Errorf("secondary checkpoint covers %d, want at least the 21 positions it saw", covered)
+	}
+	if err := w.TruncateLog(2); !errors.Is(err, pipeline.ErrNotCheckpointed) {
+		t.Errorf("TruncateLog after a secondary's checkpoint = %v, want ErrNotCheckpointed", err)
+	}
+	c, err := pipeline.Open(cp, pipeline.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.LastPosition() < covered {
+		t.Errorf("copy at %d, want at least %d", c.LastPosition(), covered)
+	}
+	ccf, err := c.ColumnFamily("f")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := mustGet(t, c, ccf, "k19"); got != "v" {
+		t.Errorf("copy's k19 = %q", got)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	ro, err := pipeline.OpenReadOnly(cp, pipeline.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ro.Close()
+	r, err := ro.Verify(ctx, pipeline.VerifyOptions{ScratchDir: filepath.Join(t.TempDir(), "scratch")})
+	if err != nil || !r.OK() || !r.StateChecked {
+		t.Errorf("Verify of the copy = %+v, %v", r, err)
 	}
 }
 

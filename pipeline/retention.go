@@ -62,7 +62,27 @@ func (db *DB) putMetaUint(key []byte, x uint64) error {
 // log may then be truncated up to that position with TruncateLog; a database opened
 // from the copy and given the rest of the log with Replay equals this one. While a
 // Replay holds the database it fails with ErrReplaying.
+//
+// On a secondary (OpenSecondary) the copy is taken from the files as the secondary
+// last caught up with them plus the primary's write-ahead log, as a crash of the
+// primary would leave them: it holds at least positions 1..returned (what the
+// secondary sees) and possibly later commits, which an Open of the copy completes as it
+// would after a crash. A secondary writes nothing, so this does not record the
+// checkpoint in the primary and does not allow TruncateLog there. It fails when the
+// primary deleted a file meanwhile: CatchUp and try again. On an OpenReadOnly database
+// it fails with ErrReadOnly.
 func (db *DB) Checkpoint(dir string) (uint64, error) {
+	if db.store.Secondary() {
+		if err := db.enter(); err != nil {
+			return 0, err
+		}
+		defer db.leave()
+		covered := db.LastPosition()
+		if err := db.store.Checkpoint(dir); err != nil {
+			return 0, closedErr(err)
+		}
+		return covered, nil
+	}
 	if err := db.writable(); err != nil {
 		return 0, err
 	}

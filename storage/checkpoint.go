@@ -10,9 +10,14 @@ import (
 
 // Checkpoint writes a consistent, openable copy of the whole database into dir, which
 // must not exist yet (RocksDB hard-links SST files where it can, so it is cheap on the
-// same filesystem). The copy holds every write acknowledged before the call.
+// same filesystem). The copy holds every write acknowledged before the call. On a
+// secondary (Options.Secondary) it copies the primary's files as this secondary last
+// caught up with them, plus the primary's write-ahead log: what a crash of the primary
+// would leave, so it holds at least what the secondary sees; RocksDB fails it when the
+// primary has deleted a file meanwhile (CatchUp and try again). A read-only open fails
+// with ErrReadOnly.
 func (db *DB) Checkpoint(dir string) error {
-	if db.opts.ReadOnly {
+	if db.opts.ReadOnly && db.opts.Secondary == "" {
 		return ErrReadOnly
 	}
 	if dir == "" {

@@ -230,6 +230,9 @@ func (db *DB) CatchUp() error {
 // ReadOnly reports whether the database was opened read-only (or as a secondary).
 func (db *DB) ReadOnly() bool { return db.opts.ReadOnly }
 
+// Secondary reports whether the database was opened as a secondary (Options.Secondary).
+func (db *DB) Secondary() bool { return db.opts.Secondary != "" }
+
 // Dir returns the folder the database lives in.
 func (db *DB) Dir() string { return db.dir }
 

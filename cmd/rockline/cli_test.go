@@ -191,3 +191,52 @@ func TestBadArguments(t *testing.T) {
 		}
 	}
 }
+
+// TestBadArgumentsOfTheMaintenanceCommands: the commands that write refuse bad command
+// lines with exit status 2 and change nothing.
+func TestBadArgumentsOfTheMaintenanceCommands(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "db")
+	db, err := pipeline.Open(dir, pipeline.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	before := listing(t, dir)
+	existing := t.TempDir()
+	notEmpty := t.TempDir()
+	if err := os.WriteFile(filepath.Join(notEmpty, "x"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		args []string
+		code int
+		msg  string
+	}{
+		{[]string{"verify", "extra", "--dir", dir}, 2, "unknown command"},
+		{[]string{"checkpoint", "--dir", dir}, 2, "accepts 1 arg"},
+		{[]string{"checkpoint", existing, "--dir", dir}, 2, "exists; expected a folder that does not exist yet"},
+		{[]string{"restore", dir, "--dir", notEmpty}, 2, "is not empty"},
+		{[]string{"restore", dir}, 2, "--dir is required"},
+		{[]string{"restore", t.TempDir(), "--dir", filepath.Join(t.TempDir(), "r")}, 1, "holds no database"},
+		{[]string{"truncate", "--dir", dir}, 2, "--before 0"},
+		{[]string{"truncate", "--before", "99", "--dir", dir}, 2, "the log ends at"},
+		{[]string{"compact", "--start", "a", "--dir", dir}, 2, "need a FAMILY"},
+		{[]string{"compact", "default", "--start", "b", "--end", "a", "--dir", dir}, 2, "after --end"},
+		{[]string{"compact", "nosuch", "--dir", dir}, 2, `family "nosuch"`},
+		{[]string{"log", "--stream", "(", "--dir", dir}, 2, "expected a regular expression"},
+		{[]string{"log", "--follow", "--poll", "0s", "--dir", dir}, 2, "--poll"},
+		{[]string{"verify", "--progress", "sometimes", "--dir", dir}, 2, "expected auto, always or never"},
+		{[]string{"compact", "--dir", t.TempDir()}, 1, "holds no database"},
+	}
+	for _, tc := range cases {
+		_, errOut, code := run(t, tc.args...)
+		if code != tc.code || !strings.Contains(errOut, tc.msg) || !strings.HasPrefix(errOut, "rockline: ") {
+			t.Errorf("%v: exit %d, %q; want exit %d and a message containing %q", tc.args, code, errOut, tc.code, tc.msg)
+		}
+	}
+	if after := listing(t, dir); !slices.Equal(before, after) {
+		t.Errorf("refused commands changed the folder: %v -> %v", before, after)
+	}
+}

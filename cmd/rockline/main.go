@@ -1,15 +1,19 @@
-// Command rockline looks into a rockline database: its families and log (info), its
-// log entries decoded (log), a stream (stream), and keys (get, scan). Every command
-// reads through a RocksDB secondary open (pipeline.OpenSecondary), so it works on a
-// database another process has open and is writing, never takes the write lock and
-// writes nothing to the database's folder.
+// Command rockline looks into and maintains a rockline database: its families and
+// log (info), write stalls and space (stats), log entries decoded and followed (log),
+// a stream (stream), keys (get, scan), a full check (verify), online backups
+// (checkpoint, restore), compaction (compact) and log truncation (truncate).
 //
-// Output is aligned text for people, or one JSON document with --json. Exit status: 0
-// on success, 1 when the command failed (a missing folder, a corrupt entry), 2 for bad
+// The read commands open the folder through a RocksDB secondary
+// (pipeline.OpenSecondary), so they work on a database another process has open and
+// is writing, never take the write lock and write nothing into the folder. checkpoint
+// uses a secondary too when another process holds the database; compact and truncate
+// need it to themselves and refuse otherwise, after checking their arguments on a
+// secondary so a refused command changes nothing.
+//
+// Output is aligned text for people, or JSON with --json. Long commands draw progress
+// with an ETA on a terminal (progress.go). Exit status: 0 on success, 1 when the
+// command failed (a missing folder, a corrupt entry, a problem verify found), 2 for bad
 // arguments, with a message naming what was wrong.
-//
-// This is the first part of the tool issue 15 describes; verify, checkpoint, restore,
-// compact, truncate, stats and --follow are still to come.
 package main
 
 import (
@@ -20,7 +24,7 @@ import (
 )
 
 func main() {
-	root := newRoot(os.Stdout)
+	root := newRoot(os.Stdout, os.Stderr)
 	if err := root.Execute(); err != nil {
 		msg := err.Error()
 		if !strings.HasPrefix(msg, "rockline: ") {

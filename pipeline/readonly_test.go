@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -264,5 +265,55 @@ func TestCompactRange(t *testing.T) {
 	}
 	if err := ro.CompactRange(rcf, nil, nil); !errors.Is(err, pipeline.ErrReadOnly) {
 		t.Errorf("CompactRange on a read-only open = %v, want ErrReadOnly", err)
+	}
+	if err := ro.CompactAll(nil); !errors.Is(err, pipeline.ErrReadOnly) {
+		t.Errorf("CompactAll on a read-only open = %v, want ErrReadOnly", err)
+	}
+}
+
+// TestCompactAll: after a checkpoint and a truncation, compacting every family gives
+// the log family's space back, and reports each family once.
+func TestCompactAll(t *testing.T) {
+	db, _ := openDB(t, pipeline.Config{})
+	cf := dropCreate(t, db, "f")
+	for i := range 200 {
+		put(t, db, cf, fmt.Sprint("k", i), strings.Repeat("v", 512))
+	}
+	logBytes := func() uint64 {
+		t.Helper()
+		if err := db.CompactAll(nil); err != nil {
+			t.Fatal(err)
+		}
+		st, err := db.StorageStats()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range st.Families {
+			if f.Name == "rockline.log" {
+				return f.SSTBytes
+			}
+		}
+		t.Fatal("no rockline.log family in StorageStats")
+		return 0
+	}
+	before := logBytes()
+	covered, err := db.Checkpoint(filepath.Join(t.TempDir(), "cp"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.TruncateLog(covered + 1); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]int{}
+	if err := db.CompactAll(func(name string, done, total int) { seen[name]++ }); err != nil {
+		t.Fatal(err)
+	}
+	if after := logBytes(); before == 0 || after*4 > before {
+		t.Errorf("log family SST bytes %d -> %d after truncating every entry and compacting", before, after)
+	}
+	for _, name := range []string{"default", "f", "rockline.log"} {
+		if seen[name] != 1 {
+			t.Errorf("CompactAll reported %s %d times, want once (%v)", name, seen[name], seen)
+		}
 	}
 }

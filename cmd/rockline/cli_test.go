@@ -240,3 +240,52 @@ func TestBadArgumentsOfTheMaintenanceCommands(t *testing.T) {
 		t.Errorf("refused commands changed the folder: %v -> %v", before, after)
 	}
 }
+
+// TestOnTheExamplesDatabases runs the tool on the folders the orders and bank examples
+// leave: verify passes, and info, log and stream show what the examples wrote.
+func TestOnTheExamplesDatabases(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the examples")
+	}
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	examples := []struct {
+		name string
+		args []string
+	}{
+		{"orders", nil},
+		{"bank", []string{"-load", "1s", "-addr", "127.0.0.1:0"}},
+	}
+	for _, ex := range examples {
+		t.Run(ex.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "db")
+			cmd := exec.Command("go", append([]string{"run", "./examples/" + ex.name, "-dir", dir}, ex.args...)...)
+			cmd.Dir = root
+			if out, err := cmd.CombinedOutput(); err != nil {
+				t.Fatalf("%s example: %v\n%s", ex.name, err, out)
+			}
+			out, _, code := run(t, "verify", "--dir", dir)
+			if code != 0 || !strings.Contains(out, "verify: ok") || !strings.Contains(out, "state     ok") {
+				t.Errorf("verify: exit %d:\n%s", code, out)
+			}
+			out, _, code = run(t, "info", "--dir", dir, "--json")
+			var info struct {
+				LastPosition uint64 `json:"last_position"`
+			}
+			if code != 0 || json.Unmarshal([]byte(out), &info) != nil || info.LastPosition < 10 {
+				t.Errorf("info: exit %d, %s", code, out)
+			}
+			if out, _, code := run(t, "log", "--dir", dir, "--last", "3"); code != 0 || strings.Count(out, "events, ") != 3 {
+				t.Errorf("log --last 3: exit %d:\n%s", code, out)
+			}
+			if ex.name != "orders" {
+				return
+			}
+			if out, _, code := run(t, "stream", "order-demo", "--dir", dir); code != 0 || !strings.Contains(out, "REVISION") || strings.Count(out, "\n") < 2 {
+				t.Errorf("stream order-demo: exit %d:\n%s", code, out)
+			}
+		})
+	}
+}

@@ -8,6 +8,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -28,13 +29,19 @@ func main() {
 }
 
 func run() error {
+	keep := flag.String("dir", "", "database folder, kept afterwards (default: a temporary folder removed at exit)")
+	flag.Parse()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	dir, err := os.MkdirTemp("", "rockline-orders-")
-	if err != nil {
-		return err
+	dir := *keep
+	if dir == "" {
+		tmp, err := os.MkdirTemp("", "rockline-orders-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(tmp)
+		dir = tmp
 	}
-	defer os.RemoveAll(dir)
 	db, err := pipeline.Open(dir, pipeline.Config{})
 	if err != nil {
 		return err

@@ -29,6 +29,7 @@ type Stats struct {
 	BytesCompacted    uint64 // ticker rocksdb.compact.write.bytes, cumulative
 	BytesWritten      uint64 // ticker rocksdb.bytes.written (user bytes), cumulative
 	StallMicros       uint64 // ticker rocksdb.stall.micros, cumulative time writers stalled
+	WALSyncs          uint64 // ticker rocksdb.wal.synced: fsyncs of the WAL, cumulative
 	ImmutableMemtable uint64 // sum over families
 	PendingDrops      int64  // families dropped (retired) whose physical drop has not run yet
 	FailedDrops       int64  // physical drop attempts that failed, cumulative
@@ -56,6 +57,7 @@ func (db *DB) Stats() (Stats, error) {
 	s.BytesCompacted = tickers["rocksdb.compact.write.bytes"]
 	s.BytesWritten = tickers["rocksdb.bytes.written"]
 	s.StallMicros = tickers["rocksdb.stall.micros"]
+	s.WALSyncs = tickers["rocksdb.wal.synced"]
 	s.PendingDrops = db.drops.pending.Load()
 	s.FailedDrops = db.drops.failed.Load()
 	s.CompletedDrops = db.drops.done.Load()

@@ -116,3 +116,36 @@ func TestStatsShowFlushes(t *testing.T) {
 		t.Errorf("BytesFlushed went down: %d -> %d", last.BytesFlushed, after.BytesFlushed)
 	}
 }
+
+// TestStatsCountWALSyncs: with Options.Sync every write syncs the WAL and WALSyncs
+// counts it; without, writes sync nothing.
+func TestStatsCountWALSyncs(t *testing.T) {
+	for _, sync := range []bool{false, true} {
+		db := openDB(t, storage.Options{Sync: sync})
+		f := mustFamily(t, db, storage.DefaultFamily)
+		before, err := db.Stats()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range 5 {
+			b := storage.NewBatch()
+			if err := b.Put(f, []byte{byte(i)}, []byte("v")); err != nil {
+				t.Fatal(err)
+			}
+			if err := db.Write(b); err != nil {
+				t.Fatal(err)
+			}
+		}
+		after, err := db.Stats()
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := uint64(0)
+		if sync {
+			want = 5
+		}
+		if got := after.WALSyncs - before.WALSyncs; got != want {
+			t.Errorf("Sync=%v: %d WAL syncs for 5 writes, want %d", sync, got, want)
+		}
+	}
+}

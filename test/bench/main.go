@@ -189,8 +189,8 @@ func parseFlags() (*config, string) {
 	}
 	c.scenarios = map[string]bool{}
 	for _, s := range strList(*scen) {
-		if !slices.Contains([]string{"a", "b", "c", "d", "e", "f", "memory", "tracing", "events"}, s) {
-			errs = append(errs, fmt.Sprintf("unknown scenario %q (want a,b,c,d,e,f,memory,tracing,events)", s))
+		if !slices.Contains([]string{"a", "b", "c", "d", "e", "f", "memory", "tracing", "events", "appends"}, s) {
+			errs = append(errs, fmt.Sprintf("unknown scenario %q (want a,b,c,d,e,f,memory,tracing,events,appends)", s))
 		}
 		c.scenarios[s] = true
 	}
@@ -356,6 +356,13 @@ func main() {
 	if cfg.scenarios["events"] { // seeding dominates: about 40 µs an event on 2 cores
 		est += time.Duration(cfg.rounds*len(eventsVariants)*cfg.eventCount) * 40 * time.Microsecond
 	}
+	appendsRuns := 0
+	var appendEngines []appendsEngine
+	if cfg.scenarios["appends"] {
+		appendEngines = appendsEngines(progress)
+		appendsRuns = len(appendsCells()) * cfg.rounds * len(appendEngines)
+		est += time.Duration(appendsRuns) * (cfg.duration + time.Second)
+	}
 	mtRuns := 0
 	if cfg.memtable {
 		mtRuns = len(cfg.memtableEngines) * len(cfg.memtableSizes) * len(cfg.memtableCounts)
@@ -450,6 +457,18 @@ func main() {
 			}
 		}
 	}
+	var apps map[string][]appendsResult
+	if cfg.scenarios["appends"] {
+		apps = runAppends(cfg, appendEngines, progress, emit)
+		stopPG()
+		for _, runs := range apps {
+			for _, r := range runs {
+				if r.Error != "" {
+					failed = true
+				}
+			}
+		}
+	}
 	var mt []memtableResult
 	if cfg.memtable {
 		mt = runMemtableSweep(cfg, progress, emit)
@@ -478,6 +497,10 @@ func main() {
 	if len(evs) > 0 {
 		fmt.Fprintf(w, "\n### Event store: projections and filtered subscriptions\n\n")
 		writeEventsTable(w, evs, cfg.eventCount)
+	}
+	if len(apps) > 0 {
+		fmt.Fprintf(w, "\n### Event appends: rockline, PostgreSQL (Message DB schema), NATS JetStream\n\n")
+		writeAppendsTable(w, apps, appendEngines)
 	}
 	if len(mt) > 0 {
 		fmt.Fprintf(w, "\n### Memtable sweep\n\n")

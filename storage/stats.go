@@ -37,7 +37,12 @@ type Stats struct {
 	LastDropError     string // the last drop failure, if any
 	BlockCacheBytes   uint64 // the block cache's use, shared by every family
 	BlockCachePinned  uint64 // the part of it pinned by open iterators and tables
-	Families          []FamilyStats
+	// Tickers holds every RocksDB statistics ticker by its name, cumulative since
+	// Open: rocksdb.block.cache.data.miss, rocksdb.bloom.filter.useful (reads a bloom
+	// filter saved), rocksdb.bloom.filter.full.positive, and so on. The map is the
+	// caller's.
+	Tickers  map[string]uint64
+	Families []FamilyStats
 }
 
 // Stats reads the current statistics. It costs a few native calls per family and one
@@ -58,6 +63,7 @@ func (db *DB) Stats() (Stats, error) {
 	s.BytesWritten = tickers["rocksdb.bytes.written"]
 	s.StallMicros = tickers["rocksdb.stall.micros"]
 	s.WALSyncs = tickers["rocksdb.wal.synced"]
+	s.Tickers = tickers
 	s.PendingDrops = db.drops.pending.Load()
 	s.FailedDrops = db.drops.failed.Load()
 	s.CompletedDrops = db.drops.done.Load()

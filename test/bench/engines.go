@@ -43,6 +43,15 @@ type openOpts struct {
 	Sync       bool
 	Lanes      int                   // rockline lanes (0: default)
 	Data       storage.FamilyOptions // the data family's memtables (zero: RocksDB defaults)
+	// BloomBitsPerKey is the bloom filter of every engine's SST files: 0 keeps each
+	// engine's default (rockline 10 bits, the native engines none), > 0 bits per key,
+	// < 0 none.
+	BloomBitsPerKey float64
+	// BlockCacheSize is every engine's block cache in bytes (0: 8 MiB).
+	BlockCacheSize int64
+	// RocklineTables gives the native engines rockline's storage defaults (lz4, zstd
+	// at the bottom, dynamic level bytes) instead of RocksDB's (snappy, static levels).
+	RocklineTables bool
 }
 
 // errConflict marks a commit refused by validation (retryable).
@@ -106,6 +115,9 @@ func openRockline(spec engineSpec, dir string, o openOpts) (*rocklineEngine, err
 		Sync:           o.Sync,
 		Families:       map[string]storage.FamilyOptions{"data": o.Data},
 		TracerProvider: tr.provider,
+		BlockCacheSize: o.BlockCacheSize,
+		// rockline's 0 is its default too; negative is none, as in openOpts.
+		BloomBitsPerKey: o.BloomBitsPerKey,
 	}
 	if spec.Kind == kindParallel {
 		cfg.Buckets = spec.Buckets
@@ -203,9 +215,12 @@ var nativeFamilies = []string{"default", "data", "log"}
 
 func newNativeBase(o openOpts) *nativeBase {
 	b := &nativeBase{}
-	b.cache = grocksdb.NewLRUCache(8 << 20)
+	b.cache = grocksdb.NewLRUCache(uint64(max(o.BlockCacheSize, 8<<20)))
 	b.bbto = grocksdb.NewDefaultBlockBasedTableOptions()
 	b.bbto.SetBlockCache(b.cache)
+	if o.BloomBitsPerKey > 0 {
+		b.bbto.SetFilterPolicy(grocksdb.NewBloomFilterFull(o.BloomBitsPerKey))
+	}
 	mk := func(f storage.FamilyOptions) *grocksdb.Options {
 		op := grocksdb.NewDefaultOptions()
 		if f.WriteBufferSize == 0 {
@@ -217,6 +232,11 @@ func newNativeBase(o openOpts) *nativeBase {
 		op.SetWriteBufferSize(uint64(f.WriteBufferSize))
 		op.SetMaxWriteBufferNumber(f.MaxWriteBufferNumber)
 		op.SetBlockBasedTableFactory(b.bbto)
+		if o.RocklineTables {
+			op.SetCompression(grocksdb.LZ4Compression)
+			op.SetBottommostCompression(grocksdb.ZSTDCompression)
+			op.SetLevelCompactionDynamicLevelBytes(true)
+		}
 		return op
 	}
 	dbo := mk(storage.FamilyOptions{})

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"os"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -89,5 +91,54 @@ func TestWALOffBaseline(t *testing.T) {
 		if !found {
 			t.Errorf("%s: baseline %q is not among its engines", s.Label, s.Baseline)
 		}
+	}
+}
+
+// TestLargeScenario runs the data-larger-than-memory scenario with a tiny load: both
+// bloom settings load, every engine opens a database holding the loaded keys (its
+// workers fail the run on a missing one) and commits, the tables print, and every
+// file the scenario made is gone afterwards.
+func TestLargeScenario(t *testing.T) {
+	cfg := smokeConfig(t)
+	cfg.rounds, cfg.largeKeys, cfg.largeCacheMiB, cfg.largeWorkers, cfg.largeKeysPerCommit = 1, 3000, 8, 2, 4
+	cfg.largeEngines = []string{kindParallel, kindNative, kindRaw}
+	var progress []string
+	var emitted int
+	loads, rounds := runLarge(cfg, func(s string) { progress = append(progress, s) }, func(any) { emitted++ })
+	if len(loads) != 2 || len(rounds) != 1 || len(rounds[0]) != 6 {
+		t.Fatalf("%d loads, %d rounds (%v); want 2 loads and one round of 6 runs\n%s", len(loads), len(rounds), rounds, strings.Join(progress, "\n"))
+	}
+	for _, l := range loads {
+		if l.Error != "" || l.Keys != 3000 || l.Files != largeGroups || l.FileBytes < 3000*largeValueLen {
+			t.Errorf("load %+v", l)
+		}
+	}
+	for _, r := range rounds[0] {
+		if r.Error != "" || r.Commits == 0 || r.CommitLat.P50 <= 0 {
+			t.Errorf("%s bloom %s: %+v", r.Engine, r.Bloom, r)
+		}
+		if lv := strings.Split(r.LevelsAtStart, "/"); r.Engine != kindParallel && (len(lv) != 7 || lv[6] != "1" || slices.Equal(lv[:6], []string{"0", "0", "0", "0", "0", "0"})) {
+			t.Errorf("%s bloom %s: data files per level L0..L6 after the load %q, want the bottom group on L6 and the others above it", r.Engine, r.Bloom, r.LevelsAtStart)
+		}
+		if r.DataMissPerC+r.DataHitPerC == 0 {
+			t.Errorf("%s bloom %s: no data block read through the block cache: %+v", r.Engine, r.Bloom, r)
+		}
+	}
+	if emitted != 8 {
+		t.Errorf("%d JSON lines, want 8 (6 runs, 2 loads)", emitted)
+	}
+	var b strings.Builder
+	writeLargeTables(&b, cfg, loads, rounds)
+	for _, want := range []string{"| rockline-parallel | on |", "| native-occ | off |", "| raw-batch | ", "on ÷ off"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("tables lack %q:\n%s", want, b.String())
+		}
+	}
+	left, err := os.ReadDir(cfg.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(left) != 0 {
+		t.Errorf("files left in %s: %v", cfg.dir, left)
 	}
 }

@@ -52,6 +52,10 @@ type config struct {
 	memtableEngines               []string
 	memtableWorkers               int
 	memtableKeyspace              int
+	largeKeys, largeCacheMiB      int
+	largeWorkers                  int
+	largeKeysPerCommit            int
+	largeEngines                  []string
 	dir                           string
 	json, plan                    bool
 	cpuProfile                    string
@@ -91,7 +95,7 @@ func parseFlags() (*config, string) {
 	fs.DurationVar(&c.runTimeout, "run-timeout", 90*time.Second, "a run taking longer than its duration plus this aborts the process")
 	fs.IntVar(&c.rounds, "rounds", 3, "rounds per scenario (figures are medians, with min and max)")
 	engines := fs.String("engines", "", "engines compared: any of "+strings.Join(allKinds, ",")+" (default: all full; all but "+kindBadger+" quick)")
-	scen := fs.String("scenarios", "", "scenarios to run: a (workers × keys grid), b (four databases), c (async/sync mix), d (conflicts), e (WAL off/on), f (bucket sweep on c), memory, tracing, events (projections and filtered subscriptions) (default: all full; a,b,c,d,memory,tracing,events quick)")
+	scen := fs.String("scenarios", "", "scenarios to run: a (workers × keys grid), b (four databases), c (async/sync mix), d (conflicts), e (WAL off/on), f (bucket sweep on c), memory, tracing, events (projections and filtered subscriptions), large (data larger than the block cache, bloom filters on and off; needs about 2x4.3 GiB of disk at the default --large-keys) (default: all full; a,b,c,d,memory,tracing,events quick)")
 	fs.IntVar(&c.eventCount, "event-count", 0, "events scenario: events per run (default 20000 quick, 100000 full)")
 	workers := fs.String("workers", "2,4,8", "scenario a: workers (crossed with --keys unless --grid is given)")
 	keys := fs.String("keys", "1,64,1000", "scenario a: keys per transaction")
@@ -120,6 +124,11 @@ func parseFlags() (*config, string) {
 	mengines := fs.String("memtable-engines", kindParallel, "memtable sweep: engines")
 	fs.IntVar(&c.memtableWorkers, "memtable-workers", 8, "memtable sweep: goroutines serving the paced load")
 	fs.IntVar(&c.memtableKeyspace, "memtable-keyspace", 1<<18, "memtable sweep: uniform key space")
+	fs.IntVar(&c.largeKeys, "large-keys", 10_000_000, "large: keys bulk-loaded (200-byte values; 10 million is about 2 GiB, written twice: bloom on and off)")
+	fs.IntVar(&c.largeCacheMiB, "large-cache-mib", 64, "large: block cache of every engine, MiB")
+	fs.IntVar(&c.largeWorkers, "large-workers", 4, "large: workers, one transaction in flight each")
+	fs.IntVar(&c.largeKeysPerCommit, "large-keys-per-commit", 4, "large: random existing keys each transaction reads, then writes")
+	lengines := fs.String("large-engines", strings.Join([]string{kindParallel, kindNative, kindRaw}, ","), "large: engines (any but "+kindBadger+")")
 	fs.StringVar(&c.dir, "dir", os.TempDir(), "where temporary databases go (removed afterwards)")
 	fs.BoolVar(&c.json, "json", true, "print one JSON line per run to stdout")
 	fs.BoolVar(&c.plan, "plan", false, "print the plan and its estimated duration, then exit")
@@ -176,6 +185,15 @@ func parseFlags() (*config, string) {
 	}
 	c.engines = strList(*engines)
 	c.memtableEngines = strList(*mengines)
+	c.largeEngines = strList(*lengines)
+	for _, e := range c.largeEngines {
+		if !slices.Contains(allKinds, e) || e == kindBadger {
+			errs = append(errs, fmt.Sprintf("--large-engines: %q is not one of %s, %s, %s, %s", e, kindParallel, kindSerial, kindNative, kindRaw))
+		}
+	}
+	if c.largeKeys < 1 || c.largeCacheMiB < 1 || c.largeWorkers < 1 || c.largeKeysPerCommit < 1 {
+		errs = append(errs, "--large-keys, --large-cache-mib, --large-workers and --large-keys-per-commit must be positive")
+	}
 	for _, e := range append(slices.Clone(c.engines), c.memtableEngines...) {
 		if !slices.Contains(allKinds, e) {
 			errs = append(errs, fmt.Sprintf("unknown engine %q (want %s)", e, strings.Join(allKinds, ",")))
@@ -189,8 +207,8 @@ func parseFlags() (*config, string) {
 	}
 	c.scenarios = map[string]bool{}
 	for _, s := range strList(*scen) {
-		if !slices.Contains([]string{"a", "b", "c", "d", "e", "f", "memory", "tracing", "events", "appends"}, s) {
-			errs = append(errs, fmt.Sprintf("unknown scenario %q (want a,b,c,d,e,f,memory,tracing,events,appends)", s))
+		if !slices.Contains([]string{"a", "b", "c", "d", "e", "f", "memory", "tracing", "events", "appends", "large"}, s) {
+			errs = append(errs, fmt.Sprintf("unknown scenario %q (want a,b,c,d,e,f,memory,tracing,events,appends,large)", s))
 		}
 		c.scenarios[s] = true
 	}
@@ -363,6 +381,10 @@ func main() {
 		appendsRuns = len(appendsCells()) * cfg.rounds * len(appendEngines)
 		est += time.Duration(appendsRuns) * (cfg.duration + time.Second)
 	}
+	if cfg.scenarios["large"] { // two loads at about 1 µs a key, then the runs, each with an ingestion
+		est += time.Duration(2*cfg.largeKeys) * time.Microsecond
+		est += time.Duration(cfg.rounds*2*len(cfg.largeEngines)) * (cfg.duration + 2*time.Second)
+	}
 	mtRuns := 0
 	if cfg.memtable {
 		mtRuns = len(cfg.memtableEngines) * len(cfg.memtableSizes) * len(cfg.memtableCounts)
@@ -469,6 +491,23 @@ func main() {
 			}
 		}
 	}
+	var largeLoads []*largeLoad
+	var largeRounds [][]largeResult
+	if cfg.scenarios["large"] {
+		largeLoads, largeRounds = runLarge(cfg, progress, emit)
+		for _, l := range largeLoads {
+			if l.Error != "" {
+				failed = true
+			}
+		}
+		for _, round := range largeRounds {
+			for _, r := range round {
+				if r.Error != "" {
+					failed = true
+				}
+			}
+		}
+	}
 	var mt []memtableResult
 	if cfg.memtable {
 		mt = runMemtableSweep(cfg, progress, emit)
@@ -501,6 +540,10 @@ func main() {
 	if len(apps) > 0 {
 		fmt.Fprintf(w, "\n### Event appends: rockline, PostgreSQL (Message DB schema), NATS JetStream\n\n")
 		writeAppendsTable(w, apps, appendEngines)
+	}
+	if len(largeLoads) > 0 {
+		fmt.Fprintf(w, "\n### Data larger than the block cache: bloom filters on and off\n\n")
+		writeLargeTables(w, cfg, largeLoads, largeRounds)
 	}
 	if len(mt) > 0 {
 		fmt.Fprintf(w, "\n### Memtable sweep\n\n")

@@ -116,11 +116,23 @@ func (p *Partition) Commit(ctx context.Context, c *Commit) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
+	pos, err := p.commit(ctx, c, msgs, checks)
+	switch {
+	case err == nil:
+		p.stats.commits.Add(1)
+	case errors.Is(err, ErrConflict):
+		p.stats.conflicts.Add(1)
+	}
+	return pos, err
+}
+
+func (p *Partition) commit(ctx context.Context, c *Commit, msgs []*nats.Msg, checks []check) (uint64, error) {
 	for attempt := 0; ; attempt++ {
 		id := nuid.Next()
 		ack, aerr, err := p.publishBatch(ctx, id, msgs)
 		if err != nil {
 			if isTimeout(err) {
+				p.stats.timeouts.Add(1)
 				return p.resolve(ctx, id, err)
 			}
 			return 0, fmt.Errorf("rockline/jetstream: Commit: %w", err)
@@ -141,14 +153,20 @@ func (p *Partition) Commit(ctx context.Context, c *Commit) (uint64, error) {
 			if attempt >= p.cfg.InFlightRetries {
 				return 0, checks[0].conflict(checks[0].version, fmt.Errorf("still in flight after %d attempts: %w", attempt+1, aerr.serverError("Commit")))
 			}
+			p.stats.inFlight.Add(1)
 		case codeDuplicateMsgID:
-			return p.duplicate(ctx, c)
+			pos, err := p.duplicate(ctx, c)
+			if err == nil {
+				p.stats.duplicates.Add(1)
+			}
+			return pos, err
 		case codeIncompleteBatch, codeTooManyInflight:
 			// Nothing was stored (a leader change, or too many open batches): a new
 			// batch is safe. Bounded like in-flight retries.
 			if attempt >= p.cfg.InFlightRetries {
 				return 0, aerr.serverError("Commit")
 			}
+			p.stats.retried.Add(1)
 		default:
 			return 0, aerr.serverError("Commit")
 		}

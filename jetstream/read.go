@@ -150,6 +150,7 @@ func (p *Partition) snapshot(ctx context.Context, op string, filters []string, a
 		if fence == at {
 			return out, nil
 		}
+		p.stats.fenceWaits.Add(1)
 		if err := backoff(rctx, attempt); err != nil {
 			return nil, fmt.Errorf("%w: %s at %d: the replica answering has applied up to %d (%w)", ErrPositionUnavailable, op, at, fence, err)
 		}

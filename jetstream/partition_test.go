@@ -231,8 +231,25 @@ func TestLimitsAndArguments(t *testing.T) {
 	if _, err := p.Commit(ctx, &jetstream.Commit{Writes: ws}); !errors.As(err, &le) || le.Limit != "messages per commit" || le.Got != 1001 {
 		t.Errorf("1000 writes + marker: %v", err)
 	}
-	if _, err := p.Commit(ctx, &jetstream.Commit{Writes: ws[:999]}); err != nil {
-		t.Errorf("999 writes + marker: %v", err)
+	at999, err := p.Commit(ctx, &jetstream.Commit{Writes: ws[:999]})
+	if err != nil {
+		t.Fatalf("999 writes + marker: %v", err)
+	}
+	// A family of more keys than one multi-get answer holds (1,024 with the fence)
+	// cannot be scanned; a smaller snapshot of it can.
+	var ws2 []jetstream.Write
+	for i := range 26 {
+		ws2 = append(ws2, jetstream.Write{Family: "f", Key: fmt.Appendf(nil, "x%d", i), Blind: true})
+	}
+	at1025, err := p.Commit(ctx, &jetstream.Commit{Writes: ws2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if items, err := p.Scan(ctx, "f", []byte("x"), at1025); !errors.As(err, &le) || le.Limit != "multi-get results" {
+		t.Errorf("scan of 1,025 keys: %d items, %v", len(items), err)
+	}
+	if items, err := p.Scan(ctx, "f", nil, at999); err != nil || len(items) != 999 {
+		t.Errorf("scan of 999 keys: %d items, %v", len(items), err)
 	}
 	// A key too long for a subject.
 	long := bytes.Repeat([]byte("k"), 2000)

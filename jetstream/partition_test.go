@@ -69,6 +69,13 @@ func TestCommitReadRoundTrip(t *testing.T) {
 	if cur, err := p.Position(ctx); err != nil || cur != pos2 {
 		t.Errorf("Position = %d %v, want %d", cur, err, pos2)
 	}
+	// A read inside a commit, or past the latest, is refused at once.
+	if _, _, err := p.Get(ctx, "acct", []byte("alice"), pos2-1); !errors.Is(err, jetstream.ErrInvalidArgument) {
+		t.Errorf("Get inside a commit: %v, want ErrInvalidArgument", err)
+	}
+	if _, _, err := p.Get(ctx, "acct", []byte("alice"), pos2+10); !errors.Is(err, jetstream.ErrPositionUnavailable) {
+		t.Errorf("Get past the latest position: %v, want ErrPositionUnavailable", err)
+	}
 	if h, err := p.StreamHead(ctx, "acct-alice", pos2); err != nil || h != 1 {
 		t.Errorf("StreamHead = %d %v, want 1", h, err)
 	}

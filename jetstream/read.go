@@ -27,9 +27,10 @@ type Item struct {
 // Get returns key of family as of the commit position at (0: the empty partition),
 // and whether it exists there. The Item's Version is set even when it does not exist
 // (a delete's sequence, or 0). at must be a position this partition returned (from
-// Commit, Position or a subscription entry): a read at any other sequence may see part
-// of a commit. Errors: *ArgumentError, *LimitError, *TruncatedError,
-// ErrPositionUnavailable, ErrClosed.
+// Commit, Position or a subscription entry): a sequence inside a commit is refused with
+// an *ArgumentError, a position above the latest with ErrPositionUnavailable, both at
+// once; a replica behind at is waited for, up to Config.ReadTimeout. Errors:
+// *ArgumentError, *LimitError, *TruncatedError, ErrPositionUnavailable, ErrClosed.
 func (p *Partition) Get(ctx context.Context, family string, key []byte, at uint64) (Item, bool, error) {
 	if p.closed.Load() {
 		return Item{}, false, ErrClosed
@@ -150,6 +151,13 @@ func (p *Partition) snapshot(ctx context.Context, op string, filters []string, a
 		if fence == at {
 			return out, nil
 		}
+		if attempt == 0 {
+			// Waiting only helps a replica that is behind: ask the leader whether at
+			// is a commit position at all.
+			if err := p.checkPosition(rctx, op, at); err != nil {
+				return nil, err
+			}
+		}
 		p.stats.fenceWaits.Add(1)
 		if err := backoff(rctx, attempt); err != nil {
 			return nil, fmt.Errorf("%w: %s at %d: the replica answering has applied up to %d (%w)", ErrPositionUnavailable, op, at, fence, err)
@@ -210,6 +218,23 @@ type msgGetRequest struct {
 	Seq     uint64 `json:"seq,omitempty"`
 	LastFor string `json:"last_by_subj,omitempty"`
 	NextFor string `json:"next_by_subj,omitempty"`
+}
+
+// checkPosition fails unless the stream leader holds a commit marker at at.
+func (p *Partition) checkPosition(ctx context.Context, op string, at uint64) error {
+	seq, found, err := p.leaderGet(ctx, op, msgGetRequest{Seq: at, NextFor: p.subj.commit()})
+	switch {
+	case err != nil:
+		return err
+	case !found:
+		return fmt.Errorf("%w: %s at %d: the partition's latest position is below it", ErrPositionUnavailable, op, at)
+	case seq != at:
+		if t := p.truncated.Load(); at < t {
+			return &TruncatedError{Position: at, First: t}
+		}
+		return &ArgumentError{Op: op, Arg: "at", Reason: fmt.Sprintf("%d is not a commit position (the next one is %d)", at, seq)}
+	}
+	return nil
 }
 
 // leaderGet asks the stream leader for one message's sequence: the leader's view is

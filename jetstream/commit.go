@@ -102,9 +102,9 @@ func (c check) conflict(actual uint64, err error) *ConflictError {
 // Errors: a *ConflictError (ErrConflict) when a write's or read's version, or a
 // stream's, changed; an *ArgumentError or *LimitError for input that cannot be sent
 // (nothing is sent); *DuplicateEventError when some of its event IDs are already
-// stored but in another commit; ErrTimeout when the publish timed out and the engine
-// proved it was not written; ErrOutcomeUnknown when it could not prove either way;
-// ErrClosed.
+// stored but in another commit; ErrTimeout when a publish timed out, the engine
+// proved it was not written, and ctx ended (or InFlightRetries ran out) before a new
+// batch could be sent; ErrOutcomeUnknown when it could not prove either way; ErrClosed.
 //
 // When every event ID of c is already stored in one commit (a retry within the dedupe
 // window), Commit returns that commit's position and writes nothing.
@@ -130,14 +130,28 @@ func (p *Partition) commit(ctx context.Context, c *Commit, msgs []*nats.Msg, che
 	for attempt := 0; ; attempt++ {
 		id := nuid.Next()
 		ack, aerr, err := p.publishBatch(ctx, id, msgs)
-		if err != nil {
-			if isTimeout(err) {
-				p.stats.timeouts.Add(1)
-				return p.resolve(ctx, id, err)
+		switch {
+		case errors.Is(err, nats.ErrNoResponders) && attempt < p.cfg.InFlightRetries && ctx.Err() == nil:
+			// The commit message reached no subscriber (the stream is between
+			// leaders), so nothing of the batch can land: a new batch is safe.
+			p.stats.retried.Add(1)
+			if err := backoff(ctx, attempt); err != nil {
+				return 0, fmt.Errorf("rockline/jetstream: Commit: %w", err)
 			}
+			continue
+		case err != nil && isTimeout(err):
+			p.stats.timeouts.Add(1)
+			pos, rerr := p.resolve(ctx, id, err)
+			if !errors.Is(rerr, ErrTimeout) || ctx.Err() != nil || attempt >= p.cfg.InFlightRetries {
+				return pos, rerr
+			}
+			// Proved not written (and never to be): sending a new batch is the same
+			// as sending the first one.
+			p.stats.retried.Add(1)
+			continue
+		case err != nil:
 			return 0, fmt.Errorf("rockline/jetstream: Commit: %w", err)
-		}
-		if aerr == nil {
+		case aerr == nil:
 			return ack, nil
 		}
 		switch aerr.ErrCode {

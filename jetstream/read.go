@@ -246,9 +246,19 @@ func (p *Partition) leaderGet(ctx context.Context, op string, req msgGetRequest)
 	}
 	rctx, cancel := deadline(ctx, p.cfg.ReadTimeout)
 	defer cancel()
-	m, err := p.nc.RequestWithContext(rctx, "$JS.API.STREAM.MSG.GET."+p.cfg.Stream, body)
-	if err != nil {
-		return 0, false, fmt.Errorf("rockline/jetstream: %s: %w", op, err)
+	// While the stream elects a leader nobody answers: ask again, each try bounded by
+	// a second, until the read deadline.
+	var m *nats.Msg
+	for attempt := 0; ; attempt++ {
+		tctx, tcancel := deadline(rctx, time.Second)
+		m, err = p.nc.RequestWithContext(tctx, "$JS.API.STREAM.MSG.GET."+p.cfg.Stream, body)
+		tcancel()
+		if err == nil {
+			break
+		}
+		if rctx.Err() != nil || (!isTimeout(err) && !errors.Is(err, nats.ErrNoResponders)) {
+			return 0, false, fmt.Errorf("rockline/jetstream: %s: %w", op, err)
+		}
 	}
 	var resp struct {
 		Error   *apiError `json:"error"`

@@ -12,7 +12,7 @@ import (
 )
 
 // collect subscribes after `after` and returns the entries received until want of
-// them arrived or the deadline passed.
+// them that are not abort markers arrived, or fails at the deadline.
 func collect(t *testing.T, p *jetstream.Partition, after uint64, want int) []jetstream.Entry {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -26,10 +26,13 @@ func collect(t *testing.T, p *jetstream.Partition, after uint64, want int) []jet
 		t.Fatal(err)
 	}
 	var out []jetstream.Entry
-	for len(out) < want {
+	for n := 0; n < want; {
 		select {
 		case e := <-got:
 			out = append(out, e)
+			if !e.Aborted {
+				n++
+			}
 		case <-ctx.Done():
 			t.Fatalf("after %d: %d of %d entries by the deadline", after, len(out), want)
 		}

@@ -38,8 +38,13 @@ func TestTimeoutResolution(t *testing.T) {
 	if _, ok, _ := p.Get(ctx, "f", []byte("late"), abort); ok {
 		t.Fatal("the fenced-out commit wrote")
 	}
+	next, err := p.Commit(ctx, c2)
+	if err != nil {
+		t.Fatal(err)
+	}
 	es := collect(t, p, 0, 2)
-	if es[0].Position != landed || es[0].Aborted || !es[1].Aborted || es[1].Position != abort || len(es[1].Writes) != 0 {
+	if len(es) != 3 || es[0].Position != landed || es[0].Aborted || !es[1].Aborted || es[1].Position != abort ||
+		len(es[1].Writes) != 0 || es[2].Position != next {
 		t.Fatalf("log: %+v", es)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/rockline/rockline/jetstream"
@@ -304,4 +305,45 @@ func TestLimitsAndArguments(t *testing.T) {
 			t.Errorf("Open(%+v): %v, want ErrInvalidConfig", cfg, err)
 		}
 	}
+}
+
+// Commits on three servers that all read one unchanged key, and write their own: the
+// server refuses concurrent checks of one subject as "in flight" (10164), which the
+// engine re-reads and retries, so none of them may fail.
+func TestSharedReadNoFalseConflicts(t *testing.T) {
+	ctx := ctxT(t)
+	p0, cfg := open(t, 3)
+	limit, err := p0.Commit(ctx, &jetstream.Commit{Writes: []jetstream.Write{{Family: "cfg", Key: []byte("limit"), Value: []byte("10")}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	limitVersion := limit - 1
+	const writers, perWriter = 3, 60
+	var wg sync.WaitGroup
+	stats := make([]jetstream.Stats, writers)
+	for w := range writers {
+		wg.Go(func() {
+			p := openOn(t, connect(t, w), cfg)
+			key := fmt.Appendf(nil, "w%d", w)
+			var version uint64
+			for range perWriter {
+				pos, err := p.Commit(ctx, &jetstream.Commit{
+					Reads:  []jetstream.Read{{Family: "cfg", Key: []byte("limit"), Version: limitVersion}},
+					Writes: []jetstream.Write{{Family: "acct", Key: key, Value: []byte("x"), Version: version}},
+				})
+				if err != nil {
+					t.Errorf("writer %d: %v", w, err)
+					return
+				}
+				version = pos - 2 // write, read marker, commit marker
+			}
+			stats[w] = p.Stats()
+		})
+	}
+	wg.Wait()
+	var inFlight uint64
+	for _, s := range stats {
+		inFlight += s.InFlight
+	}
+	t.Logf("%d commits sharing a read: %d in-flight answers retried", writers*perWriter, inFlight)
 }

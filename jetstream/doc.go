@@ -85,4 +85,16 @@
 // Truncate drops the log (events, markers) up to a position and records the point in
 // the stream's metadata; keys keep their history, because the latest version of a
 // key is its value. PurgeFamily removes a family's keys at every position.
+//
+// # Known limits of this foundation
+//
+//   - A hot key, written or only read, allows one commit in flight: concurrent checks
+//     of one subject meet 10164 and are re-read and re-sent.
+//   - Scan reads a whole family in one multi_last answer: at most MaxMultiGet-1 keys.
+//   - Idempotence by event ID holds within the dedupe window and one partition; every
+//     commit also keeps one message ID (its marker's) in the server's dedupe map for
+//     that window.
+//   - Every key is a subject, and JetStream keeps per-subject state in memory; key
+//     history is never compacted (Truncate keeps it).
+//   - R1 file streams commit far slower than R3 (see Config.Replicas).
 package jetstream

@@ -49,6 +49,8 @@ type Options struct {
 
 // Cluster is a running embedded cluster.
 type Cluster struct {
+	// Servers are the nodes, node 1 first; a test may stop one (Shutdown) to see a
+	// failover, after which the cluster has one node fewer.
 	Servers []*server.Server
 	dir     string
 	ownDir  bool

@@ -12,7 +12,7 @@ JAEGER_VERSION ?= v1.76.0
 JAEGER_CACHE   ?= $(HOME)/.cache/rockline
 JAEGER_BIN     ?= $(JAEGER_CACHE)/jaeger-$(JAEGER_VERSION)
 
-.PHONY: all deps build test demo bench bench-go fmt lint vet clean jaeger jaeger-demo crash soak
+.PHONY: all deps build test demo bench bench-go fmt lint vet clean jaeger jaeger-demo crash soak nats-server test-jetstream
 
 all: build
 
@@ -79,6 +79,27 @@ jaeger:
 	  cd test/jaeger && $(GO) build -o "$(JAEGER_BIN).tmp" github.com/jaegertracing/jaeger/cmd/jaeger && \
 	  mv "$(JAEGER_BIN).tmp" "$(JAEGER_BIN)"; \
 	fi
+
+# nats-server builds the NATS server binary (for clusters of child processes and
+# `make demo-cluster`) from the Go module proxy with `go install pkg@version`, at the
+# version the jetstream module requires, so the binary and the embedded test cluster
+# are the same server; cached outside the tracked tree, rebuilt only when missing.
+NATS_SERVER_VERSION ?= $(shell awk '$$1 == "github.com/nats-io/nats-server/v2" {print $$2}' jetstream/go.mod)
+NATS_SERVER_BIN     ?= $(JAEGER_CACHE)/nats-server-$(NATS_SERVER_VERSION)
+nats-server:
+	@if [ -z "$(NATS_SERVER_VERSION)" ]; then echo "rockline: no nats-server version in jetstream/go.mod; set NATS_SERVER_VERSION" >&2; exit 1; fi
+	@if [ ! -x "$(NATS_SERVER_BIN)" ]; then \
+	  echo "rockline: building nats-server $(NATS_SERVER_VERSION) into $(NATS_SERVER_BIN) (about 40 s cold, cached after)"; \
+	  mkdir -p "$(JAEGER_CACHE)" && TMPBIN=$$(mktemp -d) && \
+	  CGO_ENABLED=0 GOBIN=$$TMPBIN $(GO) install github.com/nats-io/nats-server/v2@$(NATS_SERVER_VERSION) && \
+	  mv "$$TMPBIN/nats-server" "$(NATS_SERVER_BIN)" && rmdir "$$TMPBIN"; \
+	fi
+
+# test-jetstream runs the JetStream engine's module (its own go.mod) with -race,
+# against the embedded 3-node cluster its TestMain starts on 127.0.0.1. Not part of
+# `make test` yet.
+test-jetstream: deps
+	cd jetstream && $(GO) vet ./... && $(GO) test -race -timeout 15m ./...
 
 # jaeger-demo starts Jaeger on loopback, runs the bank service with a load exporting
 # to it, and prints the slowest trace as a tree.

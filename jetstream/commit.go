@@ -1,0 +1,570 @@
+package jetstream
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"unicode/utf8"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nuid"
+	"github.com/rockline/rockline/pipeline"
+)
+
+// Read is a key the transaction read and does not write: the commit fails with a
+// *ConflictError if the key's version is no longer Version (0: the key was absent and
+// never written).
+type Read struct {
+	Family  string
+	Key     []byte
+	Version uint64
+}
+
+// Write is a put of Value (or, with Delete, a delete) of Key in Family. Version is the
+// key's version as read (0: absent, never written); the commit fails with a
+// *ConflictError if the key's version has changed. A Blind write is not checked.
+type Write struct {
+	Family  string
+	Key     []byte
+	Value   []byte
+	Delete  bool
+	Version uint64
+	Blind   bool
+}
+
+// StreamCheck makes the commit conditional on Stream's version (StreamHead: the
+// sequence of its last event, 0 for a stream with no events). It is checked on the
+// commit's first event on that stream, or by a read marker when the commit appends
+// none to it.
+type StreamCheck struct {
+	Stream  string
+	Version uint64
+}
+
+// Event is an event the commit appends to Stream ("" for none, as AddEvents does),
+// with the Revision the caller assigns it there. ID, when set, is sent as the
+// message's Nats-Msg-Id: within the dedupe window a retry of the same commit is
+// recognised and returns the original position (see Commit).
+type Event struct {
+	Stream   string
+	Revision uint64
+	pipeline.Event
+}
+
+// Commit is one optimistic transaction: every check holds and every write and event
+// lands, in one atomic batch, or nothing does.
+type Commit struct {
+	Reads   []Read
+	Writes  []Write
+	Streams []StreamCheck
+	Events  []Event
+}
+
+// Header names the engine stores.
+const (
+	hdrOp     = "Rl-Op"    // "del" on a delete
+	hdrRev    = "Rl-Rev"   // an event's revision
+	hdrTxn    = "Rl-Txn"   // the batch ID, on the commit marker
+	hdrAbort  = "Rl-Abort" // the batch ID an abort marker fences out
+	opDelete  = "del"
+	msgIDEvt  = "e:" // Nats-Msg-Id of an event: "e:" + its ID
+	msgIDTxn  = "c:" // Nats-Msg-Id of a commit marker: "c:" + the batch ID
+	hdrExpSeq = "Nats-Expected-Last-Subject-Sequence"
+	hdrExpSub = "Nats-Expected-Last-Subject-Sequence-Subject"
+	hdrMsgID  = "Nats-Msg-Id"
+	hdrBID    = "Nats-Batch-Id"
+	hdrBSeq   = "Nats-Batch-Sequence"
+	hdrBCom   = "Nats-Batch-Commit"
+)
+
+// check is one expectation of a commit, kept to name a conflict and to re-read.
+type check struct {
+	kind    string // "write", "read", "stream"
+	family  string
+	key     []byte
+	stream  string
+	subject string
+	version uint64
+}
+
+func (c check) conflict(actual uint64, err error) *ConflictError {
+	return &ConflictError{Kind: c.kind, Family: c.family, Key: c.key, Stream: c.stream, Subject: c.subject, Expected: c.version, Actual: actual, Err: err}
+}
+
+// Commit writes c as one atomic batch and returns its position: the stream sequence
+// of its last message (the commit marker). Positions increase with every commit of
+// the partition; they are dense in messages, not in commits (a commit of n messages
+// takes n sequences).
+//
+// Errors: a *ConflictError (ErrConflict) when a write's or read's version, or a
+// stream's, changed; an *ArgumentError or *LimitError for input that cannot be sent
+// (nothing is sent); *DuplicateEventError when some of its event IDs are already
+// stored but in another commit; ErrTimeout when a publish timed out, the engine
+// proved it was not written, and ctx ended (or InFlightRetries ran out) before a new
+// batch could be sent; ErrOutcomeUnknown when it could not prove either way; ErrClosed.
+//
+// When every event ID of c is already stored in one commit (a retry within the dedupe
+// window), Commit returns that commit's position and writes nothing.
+func (p *Partition) Commit(ctx context.Context, c *Commit) (uint64, error) {
+	if p.closed.Load() {
+		return 0, ErrClosed
+	}
+	msgs, checks, err := p.build(c)
+	if err != nil {
+		return 0, err
+	}
+	pos, err := p.commit(ctx, c, msgs, checks)
+	switch {
+	case err == nil:
+		p.stats.commits.Add(1)
+	case errors.Is(err, ErrConflict):
+		p.stats.conflicts.Add(1)
+	}
+	return pos, err
+}
+
+func (p *Partition) commit(ctx context.Context, c *Commit, msgs []*nats.Msg, checks []check) (uint64, error) {
+	for attempt := 0; ; attempt++ {
+		id := nuid.Next()
+		ack, aerr, err := p.publishBatch(ctx, id, msgs)
+		switch {
+		case errors.Is(err, nats.ErrNoResponders) && attempt < p.cfg.InFlightRetries && ctx.Err() == nil:
+			// The commit message reached no subscriber (the stream is between
+			// leaders), so nothing of the batch can land: a new batch is safe.
+			p.stats.retried.Add(1)
+			if err := backoff(ctx, attempt); err != nil {
+				return 0, fmt.Errorf("rockline/jetstream: Commit: %w", err)
+			}
+			continue
+		case err != nil && isTimeout(err):
+			p.stats.timeouts.Add(1)
+			pos, rerr := p.resolve(ctx, id, err)
+			if !errors.Is(rerr, ErrTimeout) || ctx.Err() != nil || attempt >= p.cfg.InFlightRetries {
+				return pos, rerr
+			}
+			// Proved not written (and never to be): sending a new batch is the same
+			// as sending the first one.
+			p.stats.retried.Add(1)
+			continue
+		case err != nil:
+			return 0, fmt.Errorf("rockline/jetstream: Commit: %w", err)
+		case aerr == nil:
+			return ack, nil
+		}
+		switch aerr.ErrCode {
+		case codeWrongLastSeq:
+			return 0, p.nameConflict(ctx, checks, aerr.serverError("Commit"))
+		case codeSubjectInFlight:
+			// The server clears a subject's in-flight mark after it acks, so this
+			// may come from a commit that has already finished: re-read, and send
+			// again only if nothing this commit expects has changed.
+			if cerr := p.recheck(ctx, checks, aerr.serverError("Commit")); cerr != nil {
+				return 0, cerr
+			}
+			if attempt >= p.cfg.InFlightRetries {
+				return 0, checks[0].conflict(checks[0].version, fmt.Errorf("still in flight after %d attempts: %w", attempt+1, aerr.serverError("Commit")))
+			}
+			p.stats.inFlight.Add(1)
+		case codeDuplicateMsgID:
+			pos, err := p.duplicate(ctx, c)
+			if err == nil {
+				p.stats.duplicates.Add(1)
+			}
+			return pos, err
+		case codeIncompleteBatch, codeTooManyInflight:
+			// Nothing was stored (a leader change, or too many open batches): a new
+			// batch is safe. Bounded like in-flight retries.
+			if attempt >= p.cfg.InFlightRetries {
+				return 0, aerr.serverError("Commit")
+			}
+			p.stats.retried.Add(1)
+		default:
+			return 0, aerr.serverError("Commit")
+		}
+		if err := backoff(ctx, attempt); err != nil {
+			return 0, fmt.Errorf("rockline/jetstream: Commit: %w", err)
+		}
+	}
+}
+
+// build validates c and makes its messages, without batch headers, and the checks.
+func (p *Partition) build(c *Commit) ([]*nats.Msg, []check, error) {
+	const op = "Commit"
+	if c == nil {
+		return nil, nil, &ArgumentError{Op: op, Arg: "c", Reason: "must not be nil"}
+	}
+	n := len(c.Writes) + len(c.Events) + 1
+	streamEvents := map[string]bool{}
+	for _, e := range c.Events {
+		streamEvents[e.Stream] = true
+	}
+	for _, s := range c.Streams {
+		if !streamEvents[s.Stream] {
+			n++
+		}
+	}
+	n += len(c.Reads)
+	if n > p.cfg.MaxBatch {
+		return nil, nil, &LimitError{Op: op, Field: "commit", Limit: "messages per commit", Got: n, Max: p.cfg.MaxBatch}
+	}
+	msgs := make([]*nats.Msg, 0, n)
+	var checks []check
+	seen := map[string]string{} // subject -> what claimed it
+	claim := func(subject, arg string) error {
+		if len(subject) > MaxSubjectLen {
+			return &LimitError{Op: op, Field: arg, Limit: "encoded subject length", Got: len(subject), Max: MaxSubjectLen}
+		}
+		if prev, dup := seen[subject]; dup {
+			return &ArgumentError{Op: op, Arg: arg, Reason: "names the same key or stream as " + prev}
+		}
+		seen[subject] = arg
+		return nil
+	}
+	add := func(m *nats.Msg, arg string) error {
+		// Batch headers are added per attempt; count them now.
+		size := hdrLen(m.Header) + len(m.Data) + len(hdrBID) + 22 + len(hdrBSeq) + 4 + len(hdrBCom) + 1 + 12
+		if size > p.maxPayload {
+			return &LimitError{Op: op, Field: arg, Limit: "max_payload (headers and data of one message)", Got: size, Max: p.maxPayload}
+		}
+		msgs = append(msgs, m)
+		return nil
+	}
+	// Events first: the server checks a message's ID before its expectations, message
+	// by message, so a retried commit is recognised as a duplicate before a write's
+	// expectation (stale since the original landed) refuses it as a conflict.
+	expect := map[string]uint64{}
+	for i, s := range c.Streams {
+		if _, dup := expect[s.Stream]; dup {
+			return nil, nil, &ArgumentError{Op: op, Arg: fmt.Sprintf("streams[%d].Stream", i), Reason: fmt.Sprintf("%q is checked twice", s.Stream)}
+		}
+		expect[s.Stream] = s.Version
+	}
+	ids := map[string]int{}
+	checked := map[string]bool{}
+	for i, e := range c.Events {
+		if err := pipeline.CheckEvents(op, []pipeline.Event{e.Event}); err != nil {
+			return nil, nil, fmt.Errorf("events[%d]: %w", i, err)
+		}
+		subject := p.subj.stream(e.Stream)
+		if len(subject) > MaxSubjectLen {
+			return nil, nil, &LimitError{Op: op, Field: fmt.Sprintf("events[%d].Stream", i), Limit: "encoded subject length", Got: len(subject), Max: MaxSubjectLen}
+		}
+		m := nats.NewMsg(subject)
+		m.Data = encodeEvent(e.Event)
+		m.Header.Set(hdrRev, strconv.FormatUint(e.Revision, 10))
+		if e.ID != "" {
+			if !validHeaderValue(e.ID) {
+				return nil, nil, &ArgumentError{Op: op, Arg: fmt.Sprintf("events[%d].ID", i), Reason: "must not hold CR, LF or leading or trailing blanks"}
+			}
+			if j, dup := ids[e.ID]; dup {
+				return nil, nil, &ArgumentError{Op: op, Arg: fmt.Sprintf("events[%d].ID", i), Reason: fmt.Sprintf("repeats events[%d].ID", j)}
+			}
+			ids[e.ID] = i
+			m.Header.Set(hdrMsgID, msgIDEvt+e.ID)
+		}
+		if v, ok := expect[e.Stream]; ok && !checked[e.Stream] {
+			checked[e.Stream] = true
+			m.Header.Set(hdrExpSeq, strconv.FormatUint(v, 10))
+			checks = append(checks, check{kind: "stream", stream: e.Stream, subject: subject, version: v})
+		}
+		if err := add(m, fmt.Sprintf("events[%d].Data", i)); err != nil {
+			return nil, nil, err
+		}
+	}
+	for i, w := range c.Writes {
+		arg := fmt.Sprintf("writes[%d].Key", i)
+		subject := p.subj.key(w.Family, w.Key)
+		if err := claim(subject, arg); err != nil {
+			return nil, nil, err
+		}
+		m := nats.NewMsg(subject)
+		if w.Delete {
+			m.Header.Set(hdrOp, opDelete)
+		} else {
+			m.Data = w.Value
+		}
+		if !w.Blind {
+			m.Header.Set(hdrExpSeq, strconv.FormatUint(w.Version, 10))
+			checks = append(checks, check{kind: "write", family: w.Family, key: w.Key, subject: subject, version: w.Version})
+		}
+		if err := add(m, fmt.Sprintf("writes[%d].Value", i)); err != nil {
+			return nil, nil, err
+		}
+	}
+	marker := func(subject string, version uint64) *nats.Msg {
+		m := nats.NewMsg(p.subj.marker())
+		m.Header.Set(hdrExpSeq, strconv.FormatUint(version, 10))
+		m.Header.Set(hdrExpSub, subject)
+		return m
+	}
+	for i, s := range c.Streams {
+		if checked[s.Stream] {
+			continue
+		}
+		subject := p.subj.stream(s.Stream)
+		if err := claim(subject, fmt.Sprintf("streams[%d].Stream", i)); err != nil {
+			return nil, nil, err
+		}
+		checks = append(checks, check{kind: "stream", stream: s.Stream, subject: subject, version: s.Version})
+		if err := add(marker(subject, s.Version), fmt.Sprintf("streams[%d]", i)); err != nil {
+			return nil, nil, err
+		}
+	}
+	for i, r := range c.Reads {
+		arg := fmt.Sprintf("reads[%d].Key", i)
+		subject := p.subj.key(r.Family, r.Key)
+		if err := claim(subject, arg); err != nil {
+			return nil, nil, err
+		}
+		checks = append(checks, check{kind: "read", family: r.Family, key: r.Key, subject: subject, version: r.Version})
+		if err := add(marker(subject, r.Version), arg); err != nil {
+			return nil, nil, err
+		}
+	}
+	msgs = append(msgs, nats.NewMsg(p.subj.commit()))
+	return msgs, checks, nil
+}
+
+// encodeEvent frames an event's type, metadata and data in one payload:
+// uvarint(len(type)) type uvarint(len(metadata)) metadata data.
+func encodeEvent(e pipeline.Event) []byte {
+	b := make([]byte, 0, 2*binary.MaxVarintLen32+len(e.Type)+len(e.Metadata)+len(e.Data))
+	b = binary.AppendUvarint(b, uint64(len(e.Type)))
+	b = append(b, e.Type...)
+	b = binary.AppendUvarint(b, uint64(len(e.Metadata)))
+	b = append(b, e.Metadata...)
+	return append(b, e.Data...)
+}
+
+func decodeEvent(b []byte) (typ string, meta, data []byte, ok bool) {
+	n, k := binary.Uvarint(b)
+	if k <= 0 || uint64(len(b)-k) < n {
+		return "", nil, nil, false
+	}
+	typ, b = string(b[k:k+int(n)]), b[k+int(n):]
+	n, k = binary.Uvarint(b)
+	if k <= 0 || uint64(len(b)-k) < n || !utf8.ValidString(typ) {
+		return "", nil, nil, false
+	}
+	return typ, b[k : k+int(n)], b[k+int(n):], true
+}
+
+type pubAck struct {
+	Stream    string    `json:"stream"`
+	Seq       uint64    `json:"seq"`
+	Duplicate bool      `json:"duplicate"`
+	Batch     string    `json:"batch"`
+	Count     int       `json:"count"`
+	Error     *apiError `json:"error"`
+}
+
+// publishBatch sends msgs as the atomic batch id: every message but the last without
+// a reply (one connection keeps them in order), the last with Nats-Batch-Commit as a
+// request bounded by PublishTimeout. It returns the ack's sequence, or the server's
+// error, or a transport error (a timeout: the batch may have landed).
+func (p *Partition) publishBatch(ctx context.Context, id string, msgs []*nats.Msg) (uint64, *apiError, error) {
+	for i, tmpl := range msgs {
+		m := nats.NewMsg(tmpl.Subject)
+		for k, v := range tmpl.Header {
+			m.Header[k] = v
+		}
+		m.Data = tmpl.Data
+		m.Header.Set(hdrBID, id)
+		m.Header.Set(hdrBSeq, strconv.Itoa(i+1))
+		if i < len(msgs)-1 {
+			if err := p.nc.PublishMsg(m); err != nil {
+				return 0, nil, err
+			}
+			continue
+		}
+		m.Header.Set(hdrBCom, "1")
+		m.Header.Set(hdrTxn, id)
+		m.Header.Set(hdrMsgID, msgIDTxn+id)
+		pctx, cancel := deadline(ctx, p.cfg.PublishTimeout)
+		resp, err := p.nc.RequestMsgWithContext(pctx, m)
+		cancel()
+		if err != nil {
+			return 0, nil, err
+		}
+		var ack pubAck
+		if err := json.Unmarshal(resp.Data, &ack); err != nil {
+			return 0, nil, fmt.Errorf("decoding the publish ack %q: %w", resp.Data, err)
+		}
+		if ack.Error != nil {
+			return 0, ack.Error, nil
+		}
+		if ack.Batch != id || ack.Count != len(msgs) {
+			return 0, nil, fmt.Errorf("publish ack for batch %q of %d messages, sent %q of %d", ack.Batch, ack.Count, id, len(msgs))
+		}
+		return ack.Seq, nil, nil
+	}
+	return 0, nil, errors.New("empty batch")
+}
+
+// resolve settles a commit whose publish timed out, by landing an abort marker that
+// carries the commit marker's message ID: if the commit landed, the server answers
+// the abort as a duplicate with the commit's position; if the abort lands, the commit
+// can no longer land (its marker would now be the duplicate). It never resends the
+// commit itself. It runs for at most ResolveTimeout, past ctx's end.
+func (p *Partition) resolve(ctx context.Context, id string, cause error) (uint64, error) {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.cfg.ResolveTimeout)
+	defer cancel()
+	for attempt := 0; ; attempt++ {
+		m := nats.NewMsg(p.subj.commit())
+		m.Header.Set(hdrMsgID, msgIDTxn+id)
+		m.Header.Set(hdrAbort, id)
+		pctx, pcancel := deadline(rctx, p.cfg.PublishTimeout)
+		resp, err := p.nc.RequestMsgWithContext(pctx, m)
+		pcancel()
+		if err == nil {
+			var ack pubAck
+			if err := json.Unmarshal(resp.Data, &ack); err != nil {
+				return 0, fmt.Errorf("%w: batch %s: decoding the abort's ack: %w (publish: %w)", ErrOutcomeUnknown, id, err, cause)
+			}
+			switch {
+			case ack.Error == nil && ack.Duplicate:
+				return ack.Seq, nil
+			case ack.Error == nil:
+				return 0, fmt.Errorf("%w: batch %s fenced out by the abort marker at %d (publish: %w)", ErrTimeout, id, ack.Seq, cause)
+			case ack.Error.ErrCode != codeDuplicateInFlight:
+				return 0, fmt.Errorf("%w: batch %s: abort refused: %w (publish: %w)", ErrOutcomeUnknown, id, ack.Error.serverError("Commit"), cause)
+			}
+			// 10158: the commit is being proposed right now; ask again.
+		} else if !isTimeout(err) && !errors.Is(err, nats.ErrNoResponders) {
+			return 0, fmt.Errorf("%w: batch %s: %w (publish: %w)", ErrOutcomeUnknown, id, err, cause)
+		}
+		if err := backoff(rctx, attempt); err != nil {
+			return 0, fmt.Errorf("%w: batch %s unresolved after %v (publish: %w)", ErrOutcomeUnknown, id, p.cfg.ResolveTimeout, cause)
+		}
+	}
+}
+
+// latest reads the current version of every check's subject (Direct Get multi_last
+// without a position; a replica may answer a little behind, which can only make a
+// changed version look unchanged, and the server then judges the retry itself).
+func (p *Partition) latest(ctx context.Context, checks []check) (map[string]uint64, error) {
+	out := make(map[string]uint64, len(checks))
+	rctx, cancel := deadline(ctx, p.cfg.ReadTimeout)
+	defer cancel()
+	for start := 0; start < len(checks); start += MaxMultiGet {
+		end := min(start+MaxMultiGet, len(checks))
+		req := multiGetRequest{}
+		for _, c := range checks[start:end] {
+			req.MultiLast = append(req.MultiLast, c.subject)
+		}
+		msgs, err := p.multiGet(rctx, "Commit", req)
+		if err != nil {
+			return nil, err
+		}
+		for _, m := range msgs {
+			out[m.Subject] = msgSeq(m)
+		}
+	}
+	return out, nil
+}
+
+// recheck returns a *ConflictError for the first check whose version changed, or nil
+// when none did.
+func (p *Partition) recheck(ctx context.Context, checks []check, cause error) error {
+	if len(checks) == 0 {
+		return nil
+	}
+	cur, err := p.latest(ctx, checks)
+	if err != nil {
+		return fmt.Errorf("rockline/jetstream: Commit: re-reading after %w: %w", cause, err)
+	}
+	for _, c := range checks {
+		if cur[c.subject] != c.version {
+			return c.conflict(cur[c.subject], cause)
+		}
+	}
+	return nil
+}
+
+// nameConflict turns a failed expectation (10071) into a *ConflictError naming the
+// key or stream that changed, found by re-reading.
+func (p *Partition) nameConflict(ctx context.Context, checks []check, cause error) error {
+	if len(checks) == 0 {
+		return &ConflictError{Kind: "write", Err: cause}
+	}
+	if err := p.recheck(ctx, checks, cause); err != nil {
+		return err
+	}
+	// The replica that answered is behind the leader: name the first check.
+	return checks[0].conflict(checks[0].version, cause)
+}
+
+// duplicate handles a batch refused because a message ID is already stored (10201,
+// which carries no sequence): each event ID is looked up with a probe, and if all of
+// them belong to one commit that commit's position is returned.
+func (p *Partition) duplicate(ctx context.Context, c *Commit) (uint64, error) {
+	var pos uint64
+	var firstDup string
+	all := true
+	for _, e := range c.Events {
+		if e.ID == "" {
+			continue
+		}
+		seq, found, err := p.probe(ctx, msgIDEvt+e.ID)
+		if err != nil {
+			return 0, err
+		}
+		if !found {
+			all = false
+			continue
+		}
+		at, _, err := p.leaderGet(ctx, "Commit", msgGetRequest{Seq: seq, NextFor: p.subj.commit()})
+		if err != nil {
+			return 0, err
+		}
+		if firstDup == "" {
+			firstDup, pos = e.ID, at
+		} else if at != pos {
+			all = false
+		}
+	}
+	if firstDup == "" {
+		return 0, &ServerError{Op: "Commit", Code: 400, ErrCode: codeDuplicateMsgID, Description: "duplicate message id, but no event id of the commit is stored"}
+	}
+	if !all {
+		return 0, &DuplicateEventError{ID: firstDup, Position: pos}
+	}
+	return pos, nil
+}
+
+// probe asks whether the message ID id is stored within the dedupe window and at
+// which sequence, without storing anything: the server checks message IDs before
+// expectations, and the probe's expectation on a subject never written always fails.
+func (p *Partition) probe(ctx context.Context, id string) (uint64, bool, error) {
+	rctx, cancel := deadline(ctx, p.cfg.ReadTimeout)
+	defer cancel()
+	for attempt := 0; ; attempt++ {
+		m := nats.NewMsg(p.subj.probe())
+		m.Header.Set(hdrMsgID, id)
+		m.Header.Set(hdrExpSeq, strconv.FormatUint(1<<62, 10))
+		resp, err := p.nc.RequestMsgWithContext(rctx, m)
+		if err != nil {
+			return 0, false, fmt.Errorf("rockline/jetstream: Commit: looking up message id %q: %w", id, err)
+		}
+		var ack pubAck
+		if err := json.Unmarshal(resp.Data, &ack); err != nil {
+			return 0, false, fmt.Errorf("rockline/jetstream: Commit: looking up message id %q: %w", id, err)
+		}
+		switch {
+		case ack.Error == nil && ack.Duplicate:
+			return ack.Seq, true, nil
+		case ack.Error == nil:
+			return 0, false, fmt.Errorf("rockline/jetstream: Commit: the probe for message id %q was stored at %d", id, ack.Seq)
+		case ack.Error.ErrCode == codeWrongLastSeq || ack.Error.ErrCode == codeSubjectInFlight:
+			return 0, false, nil
+		case ack.Error.ErrCode != codeDuplicateInFlight:
+			return 0, false, ack.Error.serverError("Commit")
+		}
+		if err := backoff(rctx, attempt); err != nil {
+			return 0, false, fmt.Errorf("rockline/jetstream: Commit: message id %q stays in flight: %w", id, err)
+		}
+	}
+}

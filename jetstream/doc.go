@@ -1,0 +1,100 @@
+// Package jetstream is rockline's second engine: one partition of a rockline
+// database stored in one NATS JetStream stream, replicated by JetStream's Raft (3
+// replicas by default), with the same commit shape as the local engine: tracked reads,
+// writes checked against the version read, events, one atomic write per commit, a
+// dense ordered log, snapshot reads at a log position and subscriptions that never
+// skip or repeat. It is the foundation the engine seam in package pipeline will be
+// designed against; the partitioned store (a partition function, a subscription over
+// all partitions) builds on Partition. /work/shared/design/SCALEOUT.md holds the study
+// behind it.
+//
+// # Packaging
+//
+// This package is its own Go module, github.com/rockline/rockline/jetstream, with a
+// replace directive to the core in the parent folder. NATS (nats-server for the
+// embedded test cluster, nats.go for the client, and their 9 indirect modules) is in
+// this module's go.mod only, so an application that uses the local engine does not
+// download, build or link NATS: `go list -deps ./pipeline` in the core shows no
+// nats-io. A package inside the core module could keep NATS out of the binary too,
+// but not out of the core's go.mod and go.sum, nor out of MVS, where nats-server's
+// requirements (golang.org/x/crypto, klauspost/compress) would raise the core's. The
+// module imports the core for its error sentinels (ErrConflict, ErrClosed, ...) and
+// event type, so errors.Is works the same for both engines.
+//
+// # Subjects and messages
+//
+// A partition's stream holds every subject under its prefix P (Config.Subject):
+// P.k.<family>.<key> per key, P.e.<stream> per event stream, P.m for read markers,
+// P.c for commit markers and P.x for probes (see subjects.go). A commit is one atomic
+// batch (Nats-Batch-Id, -Sequence, -Commit) of, in order: its events (Nats-Msg-Id
+// "e:"+ID when the event has an ID; the first event of a checked stream carries the
+// stream's expectation), its writes (Nats-Expected-Last-Subject-Sequence = the version
+// read, on the key's only message in the batch; none for a blind write), one read
+// marker per key read but not written and per stream checked without events
+// (Nats-Expected-Last-Subject-Sequence-Subject naming it), and last a commit marker on
+// P.c carrying Rl-Txn and Nats-Msg-Id "c:"+batch ID. At most 1,000 messages; each at
+// most the server's max_payload (headers included); subjects at most MaxSubjectLen.
+// Input that does not fit is refused before anything is sent, with a *LimitError
+// naming the field and the limit.
+//
+// # Positions
+//
+// A version is a stream sequence: a key's version is the sequence of its last
+// message (0: never written), a stream's the sequence of its last event. A commit's
+// position is its commit marker's sequence. A batch is stored at consecutive
+// sequences, so commits partition the sequence space: positions increase, and the
+// messages between two consecutive positions are exactly one commit (dense in
+// messages, not in commits).
+//
+// # Snapshot reads
+//
+// Get, Scan and StreamHead at position P are one Direct Get with multi_last over the
+// subjects asked for plus P.c, and up_to_seq P. JetStream serves direct gets from
+// every replica, isolated from batch commits, but a follower may not have applied P
+// yet; the commit marker is the fence: its last sequence at or below P must be P
+// itself, otherwise the read is retried (backing off) until Config.ReadTimeout.
+// Position asks the stream leader (STREAM.MSG.GET last_by_subj P.c), so it is current.
+//
+// # Conflicts and the pitfalls of the server
+//
+// 10071 (wrong last sequence) is a conflict: the engine re-reads the checked subjects
+// to name the key or stream in the *ConflictError. 10164 (subject in flight) also
+// comes right after another commit's ack, because the server clears its in-flight
+// mark after acking: the engine re-reads, and sends a new batch only if every version
+// it expects is unchanged (up to Config.InFlightRetries times), else reports the
+// conflict. 10201 (a message ID already stored, with no sequence): each event ID is
+// looked up with a probe (a publish carrying the ID and an expectation that always
+// fails: the server checks IDs first and answers a duplicate with the original's
+// sequence, and stores nothing otherwise); when all belong to one commit, that
+// commit's position is returned, so a retry within the dedupe window is idempotent.
+// A publish that times out may have landed and is never sent again: the engine
+// publishes an abort marker with the commit marker's message ID; answered as a
+// duplicate, it yields the commit's position; stored, it proves the commit can no
+// longer land (ErrTimeout); unresolved by Config.ResolveTimeout, ErrOutcomeUnknown.
+//
+// # Subscriptions
+//
+// Subscribe reads with an ordered consumer from the position after the one given, and
+// regroups each commit's consecutive messages into one Entry, delivered when its
+// commit marker arrives. The ordered consumer recreates itself on a gap from the last
+// stream sequence it delivered, so nothing is skipped or repeated; the subscription
+// checks that sequences only increase and that a commit's messages share its batch ID.
+//
+// # Retention
+//
+// Truncate drops the log (events, markers) up to a position and records the point in
+// the stream's metadata; keys keep their history, because the latest version of a
+// key is its value. PurgeFamily removes a family's keys at every position.
+//
+// # Known limits of this foundation
+//
+//   - A hot key, written or only read, allows one commit in flight: concurrent checks
+//     of one subject meet 10164 and are re-read and re-sent.
+//   - Scan reads a whole family in one multi_last answer: at most MaxMultiGet-1 keys.
+//   - Idempotence by event ID holds within the dedupe window and one partition; every
+//     commit also keeps one message ID (its marker's) in the server's dedupe map for
+//     that window.
+//   - Every key is a subject, and JetStream keeps per-subject state in memory; key
+//     history is never compacted (Truncate keeps it).
+//   - R1 file streams commit far slower than R3 (see Config.Replicas).
+package jetstream

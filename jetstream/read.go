@@ -1,0 +1,294 @@
+package jetstream
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/nats-io/nats.go"
+)
+
+// Item is a key as a snapshot read found it. Version is the stream sequence of the
+// key's last message at or below the read's position (0: never written); pass it back
+// as Read.Version or Write.Version to commit against what was read. A deleted key has
+// a Version (its delete) and no Value, and Get reports it as not found.
+type Item struct {
+	Family  string
+	Key     []byte
+	Value   []byte
+	Version uint64
+}
+
+// Get returns key of family as of the commit position at (0: the empty partition),
+// and whether it exists there. The Item's Version is set even when it does not exist
+// (a delete's sequence, or 0). at must be a position this partition returned (from
+// Commit, Position or a subscription entry): a sequence inside a commit is refused with
+// an *ArgumentError, a position above the latest with ErrPositionUnavailable, both at
+// once; a replica behind at is waited for, up to Config.ReadTimeout. Errors:
+// *ArgumentError, *LimitError, *TruncatedError, ErrPositionUnavailable, ErrClosed.
+func (p *Partition) Get(ctx context.Context, family string, key []byte, at uint64) (Item, bool, error) {
+	if p.closed.Load() {
+		return Item{}, false, ErrClosed
+	}
+	if n := p.subj.keyLen(family, key); n > MaxSubjectLen {
+		return Item{}, false, &LimitError{Op: "Get", Field: "key", Limit: "encoded subject length", Got: n, Max: MaxSubjectLen}
+	}
+	it := Item{Family: family, Key: key}
+	if at == 0 {
+		return it, false, nil
+	}
+	msgs, err := p.snapshot(ctx, "Get", []string{p.subj.key(family, key)}, at)
+	if err != nil {
+		return it, false, err
+	}
+	for _, m := range msgs {
+		it.Version = msgSeq(m)
+		if m.Header.Get(hdrOp) == opDelete {
+			return it, false, nil
+		}
+		it.Value = m.Data
+		return it, true, nil
+	}
+	return it, false, nil
+}
+
+// Scan returns every key of family that starts with prefix and exists as of the commit
+// position at, in key order. It reads the family's last message per key with one
+// Direct Get (multi_last, up_to_seq at), so a family of more than MaxMultiGet-1 keys
+// fails with a *LimitError naming "multi-get results"; the prefix is applied by the
+// engine after the read. Errors as for Get.
+func (p *Partition) Scan(ctx context.Context, family string, prefix []byte, at uint64) ([]Item, error) {
+	if p.closed.Load() {
+		return nil, ErrClosed
+	}
+	if at == 0 {
+		return nil, nil
+	}
+	msgs, err := p.snapshot(ctx, "Scan", []string{p.subj.family(family)}, at)
+	if err != nil {
+		return nil, err
+	}
+	var out []Item
+	for _, m := range msgs {
+		if m.Header.Get(hdrOp) == opDelete {
+			continue
+		}
+		kind, fam, key, ok := p.subj.parse(m.Subject)
+		if !ok || kind != tokKey || string(fam) != family {
+			return nil, fmt.Errorf("rockline/jetstream: Scan: unexpected subject %q in family %q", m.Subject, family)
+		}
+		if !bytes.HasPrefix(key, prefix) {
+			continue
+		}
+		out = append(out, Item{Family: family, Key: key, Value: m.Data, Version: msgSeq(m)})
+	}
+	slices.SortFunc(out, func(a, b Item) int { return bytes.Compare(a.Key, b.Key) })
+	return out, nil
+}
+
+// StreamHead returns the version of stream as of the commit position at: the
+// sequence of its last event there, 0 for a stream with no events. It is the version
+// a StreamCheck expects.
+func (p *Partition) StreamHead(ctx context.Context, stream string, at uint64) (uint64, error) {
+	if p.closed.Load() {
+		return 0, ErrClosed
+	}
+	if at == 0 {
+		return 0, nil
+	}
+	msgs, err := p.snapshot(ctx, "StreamHead", []string{p.subj.stream(stream)}, at)
+	if err != nil || len(msgs) == 0 {
+		return 0, err
+	}
+	return msgSeq(msgs[0]), nil
+}
+
+// Position returns the partition's latest commit position, asking the stream leader
+// (so it is at least every position a Commit has returned before the call).
+func (p *Partition) Position(ctx context.Context) (uint64, error) {
+	if p.closed.Load() {
+		return 0, ErrClosed
+	}
+	seq, found, err := p.leaderGet(ctx, "Position", msgGetRequest{LastFor: p.subj.commit()})
+	if err != nil || !found {
+		return 0, err
+	}
+	return seq, nil
+}
+
+// snapshot runs one Direct Get multi_last over filters plus the commit marker subject,
+// up to the commit position at, and returns the messages other than the marker. The
+// marker is the fence: its last sequence at or below at must be at itself, else the
+// replica that answered has not applied at yet (direct gets are served by every
+// replica) and the read is retried until the read deadline.
+func (p *Partition) snapshot(ctx context.Context, op string, filters []string, at uint64) ([]*nats.Msg, error) {
+	if t := p.truncated.Load(); at < t {
+		return nil, &TruncatedError{Position: at, First: t}
+	}
+	rctx, cancel := deadline(ctx, p.cfg.ReadTimeout)
+	defer cancel()
+	commit := p.subj.commit()
+	req := multiGetRequest{MultiLast: append(slices.Clone(filters), commit), UpToSeq: at}
+	for attempt := 0; ; attempt++ {
+		msgs, err := p.multiGet(rctx, op, req)
+		if err != nil {
+			return nil, err
+		}
+		var fence uint64
+		out := msgs[:0]
+		for _, m := range msgs {
+			if m.Subject == commit {
+				fence = msgSeq(m)
+				continue
+			}
+			out = append(out, m)
+		}
+		if fence == at {
+			return out, nil
+		}
+		if attempt == 0 {
+			// Waiting only helps a replica that is behind: ask the leader whether at
+			// is a commit position at all.
+			if err := p.checkPosition(rctx, op, at); err != nil {
+				return nil, err
+			}
+		}
+		p.stats.fenceWaits.Add(1)
+		if err := backoff(rctx, attempt); err != nil {
+			return nil, fmt.Errorf("%w: %s at %d: the replica answering has applied up to %d (%w)", ErrPositionUnavailable, op, at, fence, err)
+		}
+	}
+}
+
+type multiGetRequest struct {
+	MultiLast []string `json:"multi_last"`
+	UpToSeq   uint64   `json:"up_to_seq,omitempty"`
+}
+
+// multiGet sends one Direct Get multi_last request and collects its answer up to the
+// end-of-batch message.
+func (p *Partition) multiGet(ctx context.Context, op string, req multiGetRequest) ([]*nats.Msg, error) {
+	body, err := json.Marshal(req)
+	if err != nil {
+		return nil, fmt.Errorf("rockline/jetstream: %s: %w", op, err)
+	}
+	inbox := p.nc.NewInbox()
+	sub, err := p.nc.SubscribeSync(inbox)
+	if err != nil {
+		return nil, fmt.Errorf("rockline/jetstream: %s: %w", op, err)
+	}
+	defer func() { _ = sub.Unsubscribe() }()
+	if err := p.nc.PublishRequest("$JS.API.DIRECT.GET."+p.cfg.Stream, inbox, body); err != nil {
+		return nil, fmt.Errorf("rockline/jetstream: %s: %w", op, err)
+	}
+	var out []*nats.Msg
+	for {
+		m, err := sub.NextMsgWithContext(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("rockline/jetstream: %s: direct get: %w", op, err)
+		}
+		switch status := m.Header.Get("Status"); status {
+		case "":
+			m.Subject = m.Header.Get("Nats-Subject")
+			out = append(out, m)
+		case "204": // end of batch
+			if np := m.Header.Get("Nats-Num-Pending"); np != "" && np != "0" {
+				n, _ := strconv.Atoi(np)
+				return nil, &LimitError{Op: op, Field: "answer", Limit: "multi-get bytes (the server's max_pending)", Got: len(out) + n, Max: len(out)}
+			}
+			return out, nil
+		case "404":
+			return out, nil
+		case "413":
+			return nil, &LimitError{Op: op, Field: "answer", Limit: "multi-get results", Got: MaxMultiGet + 1, Max: MaxMultiGet - 1}
+		default:
+			return nil, &ServerError{Op: op, Code: atoiOr(status, 0), Description: m.Header.Get("Description")}
+		}
+	}
+}
+
+// msgGetRequest is JetStream's message get request (STREAM.MSG.GET, answered by the
+// stream leader).
+type msgGetRequest struct {
+	Seq     uint64 `json:"seq,omitempty"`
+	LastFor string `json:"last_by_subj,omitempty"`
+	NextFor string `json:"next_by_subj,omitempty"`
+}
+
+// checkPosition fails unless the stream leader holds a commit marker at at.
+func (p *Partition) checkPosition(ctx context.Context, op string, at uint64) error {
+	seq, found, err := p.leaderGet(ctx, op, msgGetRequest{Seq: at, NextFor: p.subj.commit()})
+	switch {
+	case err != nil:
+		return err
+	case !found:
+		return fmt.Errorf("%w: %s at %d: the partition's latest position is below it", ErrPositionUnavailable, op, at)
+	case seq != at:
+		if t := p.truncated.Load(); at < t {
+			return &TruncatedError{Position: at, First: t}
+		}
+		return &ArgumentError{Op: op, Arg: "at", Reason: fmt.Sprintf("%d is not a commit position (the next one is %d)", at, seq)}
+	}
+	return nil
+}
+
+// leaderGet asks the stream leader for one message's sequence: the leader's view is
+// current, which reads at a position cannot promise.
+func (p *Partition) leaderGet(ctx context.Context, op string, req msgGetRequest) (uint64, bool, error) {
+	body, err := json.Marshal(req)
+	if err != nil {
+		return 0, false, fmt.Errorf("rockline/jetstream: %s: %w", op, err)
+	}
+	rctx, cancel := deadline(ctx, p.cfg.ReadTimeout)
+	defer cancel()
+	// While the stream elects a leader nobody answers: ask again, each try bounded by
+	// a second, until the read deadline.
+	var m *nats.Msg
+	for attempt := 0; ; attempt++ {
+		tctx, tcancel := deadline(rctx, time.Second)
+		m, err = p.nc.RequestWithContext(tctx, "$JS.API.STREAM.MSG.GET."+p.cfg.Stream, body)
+		tcancel()
+		if err == nil {
+			break
+		}
+		if rctx.Err() != nil || (!isTimeout(err) && !errors.Is(err, nats.ErrNoResponders)) {
+			return 0, false, fmt.Errorf("rockline/jetstream: %s: %w", op, err)
+		}
+	}
+	var resp struct {
+		Error   *apiError `json:"error"`
+		Message *struct {
+			Seq  uint64    `json:"seq"`
+			Time time.Time `json:"time"`
+		} `json:"message"`
+	}
+	if err := json.Unmarshal(m.Data, &resp); err != nil {
+		return 0, false, fmt.Errorf("rockline/jetstream: %s: decoding the answer: %w", op, err)
+	}
+	switch {
+	case resp.Error != nil && resp.Error.ErrCode == codeNoMessage:
+		return 0, false, nil
+	case resp.Error != nil:
+		return 0, false, resp.Error.serverError(op)
+	case resp.Message == nil:
+		return 0, false, errors.New("rockline/jetstream: " + op + ": empty answer")
+	}
+	return resp.Message.Seq, true, nil
+}
+
+func msgSeq(m *nats.Msg) uint64 {
+	s, _ := strconv.ParseUint(m.Header.Get("Nats-Sequence"), 10, 64)
+	return s
+}
+
+func atoiOr(s string, def int) int {
+	if n, err := strconv.Atoi(s); err == nil {
+		return n
+	}
+	return def
+}

@@ -1,0 +1,217 @@
+package jetstream
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	natsjs "github.com/nats-io/nats.go/jetstream"
+	"github.com/rockline/rockline/pipeline"
+)
+
+// Entry is one commit as a subscription delivers it: its Position (the sequence of
+// its commit marker), the time the server stored the marker, its writes and events in
+// the commit's order. Reads and stream checks leave no trace. An Aborted entry is an
+// abort marker that fenced out a timed-out commit: it has no writes or events but
+// takes a position like any commit.
+type Entry struct {
+	Position uint64
+	Time     time.Time
+	Writes   []LoggedWrite
+	Events   []LoggedEvent
+	Aborted  bool
+}
+
+// LoggedWrite is a write of a committed Entry; Version is its own sequence, the
+// key's version from then on.
+type LoggedWrite struct {
+	Family  string
+	Key     []byte
+	Value   []byte
+	Delete  bool
+	Version uint64
+}
+
+// LoggedEvent is an event of a committed Entry; Sequence is its own stream sequence,
+// the stream's version from then on.
+type LoggedEvent struct {
+	Stream   string
+	Revision uint64
+	Sequence uint64
+	pipeline.Event
+}
+
+// Subscription delivers a partition's commits, in order and each once, to a handler
+// running on a goroutine the Subscription owns. It reads with a JetStream ordered
+// consumer (which recreates itself after a gap, resuming after the last sequence it
+// delivered) and regroups each commit's messages, which are consecutive in the stream,
+// into one Entry at its commit marker. The goroutine ends when the context is
+// cancelled, Close is called, the partition closes, the handler returns an error or
+// reading fails; Wait reports why.
+type Subscription struct {
+	p      *Partition
+	cancel context.CancelFunc
+	done   chan struct{}
+	err    error
+	pos    atomic.Uint64
+}
+
+// Subscribe delivers every commit with a position above after to handler, in order,
+// each exactly once. after must be 0 or a commit position of this partition (one
+// Commit, Position or an Entry returned); a position below the truncation point fails
+// with a *TruncatedError. After a family purge, commits made only of that family's
+// writes are gone and positions skip them.
+func (p *Partition) Subscribe(ctx context.Context, after uint64, handler func(Entry) error) (*Subscription, error) {
+	if handler == nil {
+		return nil, &ArgumentError{Op: "Subscribe", Arg: "handler", Reason: "must not be nil"}
+	}
+	if t := p.truncated.Load(); after < t {
+		return nil, &TruncatedError{Position: after, First: t}
+	}
+	sctx, cancel := context.WithCancel(ctx)
+	s := &Subscription{p: p, cancel: cancel, done: make(chan struct{})}
+	s.pos.Store(after)
+	p.mu.Lock()
+	if p.closed.Load() {
+		p.mu.Unlock()
+		cancel()
+		return nil, ErrClosed
+	}
+	p.subs[s] = struct{}{}
+	p.wg.Add(1)
+	p.mu.Unlock()
+	cons, err := p.js.OrderedConsumer(sctx, p.cfg.Stream, natsjs.OrderedConsumerConfig{
+		DeliverPolicy: natsjs.DeliverByStartSequencePolicy,
+		OptStartSeq:   after + 1,
+	})
+	var it natsjs.MessagesContext
+	if err == nil {
+		it, err = cons.Messages()
+	}
+	if err != nil {
+		s.end(fmt.Errorf("rockline/jetstream: Subscribe: %w", err))
+		return nil, s.err
+	}
+	go func() {
+		defer it.Stop()
+		s.end(s.run(sctx, it, handler))
+	}()
+	return s, nil
+}
+
+func (s *Subscription) end(err error) {
+	s.cancel()
+	s.err = err
+	s.p.mu.Lock()
+	delete(s.p.subs, s)
+	s.p.mu.Unlock()
+	close(s.done)
+	s.p.wg.Done()
+}
+
+func (s *Subscription) run(ctx context.Context, it natsjs.MessagesContext, handler func(Entry) error) error {
+	p := s.p
+	var e Entry
+	var batch string
+	last := s.pos.Load()
+	for {
+		m, err := it.Next(natsjs.NextContext(ctx))
+		if err != nil {
+			if ctx.Err() != nil {
+				if p.closed.Load() {
+					return ErrClosed
+				}
+				return nil
+			}
+			return fmt.Errorf("rockline/jetstream: subscription after %d: %w", last, err)
+		}
+		md, err := m.Metadata()
+		if err != nil {
+			return fmt.Errorf("rockline/jetstream: subscription after %d: %w", last, err)
+		}
+		seq := md.Sequence.Stream
+		if seq <= last {
+			return fmt.Errorf("rockline/jetstream: subscription: sequence %d repeats or goes back (last %d)", seq, last)
+		}
+		h := m.Headers()
+		subject := m.Subject()
+		kind, a, b, ok := p.subj.parse(subject)
+		if !ok {
+			return fmt.Errorf("rockline/jetstream: subscription: sequence %d: subject %q is not the engine's", seq, subject)
+		}
+		id := h.Get(hdrBID)
+		if kind == tokCommit && id == "" && h.Get(hdrAbort) != "" && batch == "" {
+			e = Entry{Position: seq, Time: md.Timestamp, Aborted: true}
+		} else {
+			switch {
+			case id == "":
+				return fmt.Errorf("rockline/jetstream: subscription: sequence %d (%s) belongs to no commit", seq, subject)
+			case batch == "":
+				batch = id
+			case id != batch:
+				return fmt.Errorf("rockline/jetstream: subscription: sequence %d of batch %s inside batch %s, whose commit marker is missing", seq, id, batch)
+			}
+			switch kind {
+			case tokKey:
+				e.Writes = append(e.Writes, LoggedWrite{Family: string(a), Key: b, Value: m.Data(), Delete: h.Get(hdrOp) == opDelete, Version: seq})
+				if h.Get(hdrOp) == opDelete {
+					e.Writes[len(e.Writes)-1].Value = nil
+				}
+			case tokEvent:
+				typ, meta, data, ok := decodeEvent(m.Data())
+				if !ok {
+					return fmt.Errorf("rockline/jetstream: subscription: sequence %d: %w: event does not decode", seq, pipeline.ErrCorrupt)
+				}
+				rev, _ := strconv.ParseUint(h.Get(hdrRev), 10, 64)
+				ev := LoggedEvent{Stream: string(a), Revision: rev, Sequence: seq}
+				ev.Type, ev.Metadata, ev.Data = typ, meta, data
+				ev.ID = strings.TrimPrefix(h.Get(hdrMsgID), msgIDEvt)
+				e.Events = append(e.Events, ev)
+			case tokMarker:
+			case tokCommit:
+				e.Position, e.Time = seq, md.Timestamp
+			default:
+				return fmt.Errorf("rockline/jetstream: subscription: sequence %d: unexpected subject %q", seq, subject)
+			}
+		}
+		last = seq
+		if e.Position == 0 {
+			continue
+		}
+		if err := handler(e); err != nil {
+			return err
+		}
+		s.pos.Store(e.Position)
+		e, batch = Entry{}, ""
+	}
+}
+
+// Position returns the position of the last entry the handler returned from (after,
+// before the first).
+func (s *Subscription) Position() uint64 { return s.pos.Load() }
+
+// Done is closed when the subscription has ended.
+func (s *Subscription) Done() <-chan struct{} { return s.done }
+
+// Wait blocks until the subscription ends and returns why: nil after its context was
+// cancelled or Close, ErrClosed when the partition closed, the handler's error, or a
+// read error.
+func (s *Subscription) Wait() error {
+	<-s.done
+	return s.err
+}
+
+// Close ends the subscription and waits for its goroutine (a handler call in
+// progress finishes first).
+func (s *Subscription) Close() error {
+	s.cancel()
+	err := s.Wait()
+	if errors.Is(err, ErrClosed) {
+		return nil
+	}
+	return err
+}

@@ -58,6 +58,7 @@ build: deps
 test: deps vet jaeger
 	ROCKLINE_JAEGER_BIN=$(JAEGER_BIN) ROCKLINE_REQUIRE_JAEGER=1 $(GO) test -race -timeout 30m $(PKGS)
 	$(GO) test -count=1 -run 'Alloc' ./internal/logentry/
+	$(MAKE) --no-print-directory test-jetstream
 
 demo: deps
 	$(GO) run ./examples/orders
@@ -96,8 +97,9 @@ nats-server:
 	fi
 
 # test-jetstream runs the JetStream engine's module (its own go.mod) with -race,
-# against the embedded 3-node cluster its TestMain starts on 127.0.0.1. Not part of
-# `make test` yet.
+# against the embedded 3-node cluster its TestMain starts on 127.0.0.1: its own tests
+# and the core's conformance suite (test/conformance) through its adapter. `make test`
+# runs it last.
 test-jetstream: deps
 	cd jetstream && $(GO) vet ./... && $(GO) test -race -timeout 15m ./...
 

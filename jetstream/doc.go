@@ -80,6 +80,19 @@
 // stream sequence it delivered, so nothing is skipped or repeated; the subscription
 // checks that sequences only increase and that a commit's messages share its batch ID.
 //
+// # Transactions and the conformance suite
+//
+// Partition.Begin returns a Txn with the local engine's rules on top of Commit: reads
+// at the position it began at, each tracked (its version becomes a read check or the
+// expectation of the key's write); blind writes read their key's version at Commit,
+// so they conflict as on the local engine; Append checks an expected revision against
+// the stream's tail at the position (StreamTail) and its version at Commit, and
+// recognises an append already made (all event IDs at the revisions expected), as the
+// event store's Append does. ReadStream reads a stream's events with an ordered
+// consumer. The core's conformance suite (github.com/rockline/rockline/test/conformance)
+// runs against a Partition through these (conformance_test.go), and against the local
+// engine in the core.
+//
 // # Retention
 //
 // Truncate drops the log (events, markers) up to a position and records the point in

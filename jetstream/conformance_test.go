@@ -1,0 +1,80 @@
+package jetstream_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/rockline/rockline/eventstore"
+	"github.com/rockline/rockline/jetstream"
+	"github.com/rockline/rockline/pipeline"
+	"github.com/rockline/rockline/test/conformance"
+)
+
+// TestConformance runs the core's conformance suite against the JetStream engine: a
+// fresh 3-replica partition on the package's embedded cluster per test, driven
+// through Partition.Begin's transactions.
+func TestConformance(t *testing.T) {
+	conformance.Run(t, func(t *testing.T) conformance.Engine {
+		p, _ := open(t, 3)
+		return jsEngine{p}
+	})
+}
+
+// jsEngine adapts a Partition to conformance.Engine.
+type jsEngine struct{ p *jetstream.Partition }
+
+func (e jsEngine) Begin(ctx context.Context) (conformance.Txn, error) {
+	tx, err := e.p.Begin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return jsTxn{tx}, nil
+}
+
+func (e jsEngine) Append(ctx context.Context, stream string, expected eventstore.ExpectedRevision, events ...pipeline.Event) (uint64, error) {
+	tx, err := e.p.Begin(ctx)
+	if err != nil {
+		return 0, err
+	}
+	if err := tx.Append(ctx, stream, expected, events...); err != nil {
+		return 0, err
+	}
+	return tx.Commit(ctx)
+}
+
+func (e jsEngine) ReadStream(ctx context.Context, stream string) ([]conformance.Event, error) {
+	evs, err := e.p.ReadStream(ctx, stream, 0, 1<<20)
+	out := make([]conformance.Event, len(evs))
+	for i, x := range evs {
+		out[i] = conformance.Event{Stream: x.Stream, Revision: x.Revision, ID: x.ID, Type: x.Type, Data: x.Data}
+	}
+	return out, err
+}
+
+func (e jsEngine) Subscribe(ctx context.Context, after uint64, fn func(conformance.Entry) error) (conformance.Subscription, error) {
+	return e.p.Subscribe(ctx, after, func(en jetstream.Entry) error {
+		if en.Aborted {
+			return nil // an abort marker fencing out a timed-out commit: no commit
+		}
+		c := conformance.Entry{Position: en.Position}
+		for _, x := range en.Events {
+			c.Events = append(c.Events, conformance.Event{Stream: x.Stream, Revision: x.Revision, ID: x.ID, Type: x.Type, Data: x.Data})
+		}
+		return fn(c)
+	})
+}
+
+func (e jsEngine) DropFamily(ctx context.Context, family string) error { return e.p.PurgeFamily(ctx, family) }
+
+type jsTxn struct{ tx *jetstream.Txn }
+
+func (t jsTxn) Get(ctx context.Context, family string, key []byte) ([]byte, bool, error) {
+	return t.tx.Get(ctx, family, key)
+}
+func (t jsTxn) Put(family string, key, value []byte) error { return t.tx.Put(family, key, value) }
+func (t jsTxn) Delete(family string, key []byte) error     { return t.tx.Delete(family, key) }
+func (t jsTxn) Append(ctx context.Context, stream string, expected eventstore.ExpectedRevision, events ...pipeline.Event) error {
+	return t.tx.Append(ctx, stream, expected, events...)
+}
+func (t jsTxn) Commit(ctx context.Context) (uint64, error) { return t.tx.Commit(ctx) }
+func (t jsTxn) Discard()                                   { t.tx.Discard() }

@@ -64,7 +64,9 @@ func (e jsEngine) Subscribe(ctx context.Context, after uint64, fn func(conforman
 	})
 }
 
-func (e jsEngine) DropFamily(ctx context.Context, family string) error { return e.p.PurgeFamily(ctx, family) }
+func (e jsEngine) DropFamily(ctx context.Context, family string) error {
+	return e.p.PurgeFamily(ctx, family)
+}
 
 type jsTxn struct{ tx *jetstream.Txn }
 

@@ -7,8 +7,8 @@ import (
 	"strconv"
 	"strings"
 
-	natsjs "github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nats.go"
+	natsjs "github.com/nats-io/nats.go/jetstream"
 
 	"github.com/rockline/rockline/pipeline"
 )

@@ -17,8 +17,9 @@ type AppendResult struct {
 }
 
 // Append appends events to stream in a transaction of its own, retrying conflicts as
-// pipeline.DB.Update does (a conflict with a concurrent append re-reads the head, so
-// the loser gets a *WrongExpectedVersionError). A retried append whose events, all
+// pipeline.DB.Update does, except that the first retry runs at once, without backing
+// off (a conflict with a concurrent append re-reads the head, so the loser gets a
+// *WrongExpectedVersionError as soon as the winner has committed). A retried append whose events, all
 // with IDs, are already the stream's events at the revisions expected returns the
 // original result without writing. Errors: *WrongExpectedVersionError, an
 // *pipeline.ArgumentError for a bad stream name or event, and the errors of
@@ -26,11 +27,25 @@ type AppendResult struct {
 func (s *Store) Append(ctx context.Context, stream string, expected ExpectedRevision, events ...Event) (AppendResult, error) {
 	var res AppendResult
 	var done bool
-	pos, err := s.db.UpdatePosition(ctx, func(tx *pipeline.Txn) error {
+	fn := func(tx *pipeline.Txn) error {
 		var err error
 		res, done, err = s.appendTxn("Store.Append", tx, stream, expected, events)
 		return err
-	})
+	}
+	// The first attempt on its own: its conflict is almost always a concurrent append
+	// that moved the head, and the attempt after it, which UpdatePosition runs at once
+	// (it backs off only between its own attempts), re-reads the head and reports the
+	// wrong expected version, without the backoff a conflict on a hot key deserves.
+	tx := s.db.Begin()
+	pos, err := uint64(0), fn(tx)
+	if err == nil {
+		pos, err = tx.CommitPosition(ctx)
+	} else {
+		tx.Discard()
+	}
+	if errors.Is(err, pipeline.ErrConflict) || errors.Is(err, pipeline.ErrTxnTooOld) {
+		pos, err = s.db.UpdatePosition(ctx, fn)
+	}
 	if err != nil {
 		return AppendResult{}, err
 	}

@@ -6,11 +6,14 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/rockline/rockline/eventstore"
+	"github.com/rockline/rockline/internal/testhooks"
 	"github.com/rockline/rockline/pipeline"
 )
 
@@ -630,5 +633,49 @@ func TestStreamEventsInTheLog(t *testing.T) {
 	}
 	if got := entry.Events[2]; got.Stream != "b" || got.Revision != 0 || got.Index != 2 {
 		t.Errorf("third event = %+v, want stream b revision 0 at index 2", got)
+	}
+}
+
+// TestLosingAppendDoesNotBackOff: an append that loses a race to another append
+// reports the wrong expected version at once: the retry that re-reads the head does
+// not wait out Config.RetryBackoff (1 s here, so a first sleep of 0.5-1.5 s, past the
+// victim's half-second deadline).
+func TestLosingAppendDoesNotBackOff(t *testing.T) {
+	var armed atomic.Bool
+	var es *eventstore.Store
+	rival := make(chan error, 1)
+	hooks := &testhooks.Hooks{AfterAdmit: func() {
+		if !armed.CompareAndSwap(true, false) {
+			return // the seed's commits, and the rival's own
+		}
+		// The victim holds its claims, its head read at revision 0: a rival appends
+		// after revision 0 and commits first.
+		go func() {
+			_, err := es.Append(ctx, "race", eventstore.Revision(0), eventstore.Event{Type: "rival"})
+			rival <- err
+		}()
+		if err := <-rival; err != nil {
+			rival <- err
+		}
+	}}
+	_, store, _ := openStore(t, testhooks.With(pipeline.Config{RetryBackoff: time.Second}, hooks))
+	es = store
+	seedStream(t, es, "race", 1)
+	armed.Store(true)
+	vctx, cancel := context.WithTimeout(ctx, time.Second/2) // the backoff's first sleep is 0.5..1.5 s
+	defer cancel()
+	_, err := es.Append(vctx, "race", eventstore.Revision(0), eventstore.Event{Type: "victim"})
+	var wrong *eventstore.WrongExpectedVersionError
+	if !errors.As(err, &wrong) {
+		t.Fatalf("the losing append: %v, want a *WrongExpectedVersionError without waiting out the backoff", err)
+	}
+	select {
+	case err := <-rival:
+		t.Fatalf("the rival append: %v", err)
+	default:
+	}
+	evs := streamEvents(t, es, "race")
+	if len(evs) != 2 || evs[1].Type != "rival" {
+		t.Errorf("stream holds %+v, want the seed and the rival", evs)
 	}
 }

@@ -349,10 +349,9 @@ func main() {
 	if child != "" {
 		os.Exit(memoryChild(cfg, child))
 	}
-	start := time.Now()
-	progress := func(s string) {
-		fmt.Fprintf(os.Stderr, "[%7.1fs] %s\n", time.Since(start).Seconds(), s)
-	}
+	tr := newETATracker(os.Stderr, 0)
+	start := tr.start
+	progress := tr.line
 	emit := func(v any) {
 		if cfg.json {
 			emitJSON(v)
@@ -365,31 +364,42 @@ func main() {
 	for _, s := range scenarios {
 		runs += len(s.Engines) * cfg.rounds
 	}
-	est := time.Duration(runs) * (cfg.duration + 250*time.Millisecond)
+	// Each phase's unit is the planned cost of one of its progress lines (the ETA
+	// tracker advances by it per line).
+	runUnit := cfg.duration + 250*time.Millisecond
+	est := time.Duration(runs) * runUnit
 	memVariants := 0
+	const memUnit = 3 * time.Second
 	if cfg.scenarios["memory"] {
 		memVariants = len(memoryVariants(cfg))
-		est += time.Duration(memVariants) * 3 * time.Second
+		est += time.Duration(memVariants) * memUnit
 	}
-	if cfg.scenarios["events"] { // seeding dominates: about 40 µs an event on 2 cores
-		est += time.Duration(cfg.rounds*len(eventsVariants)*cfg.eventCount) * 40 * time.Microsecond
+	// seeding dominates: about 40 µs an event on 2 cores
+	eventsUnit := time.Duration(cfg.eventCount) * 40 * time.Microsecond
+	if cfg.scenarios["events"] {
+		est += time.Duration(cfg.rounds*len(eventsVariants)) * eventsUnit
 	}
 	appendsRuns := 0
+	appendsUnit := cfg.duration + time.Second
 	var appendEngines []appendsEngine
 	if cfg.scenarios["appends"] {
 		appendEngines = appendsEngines(progress)
 		appendsRuns = len(appendsCells()) * cfg.rounds * len(appendEngines)
-		est += time.Duration(appendsRuns) * (cfg.duration + time.Second)
+		est += time.Duration(appendsRuns) * appendsUnit
 	}
-	if cfg.scenarios["large"] { // two loads at about 1 µs a key, then the runs, each with an ingestion
-		est += time.Duration(2*cfg.largeKeys) * time.Microsecond
-		est += time.Duration(cfg.rounds*2*len(cfg.largeEngines)) * (cfg.duration + 2*time.Second)
+	// two loads at about 1 µs a key, then the runs, each with an ingestion
+	largeLoadUnit, largeRunUnit := time.Duration(cfg.largeKeys)*time.Microsecond, cfg.duration+2*time.Second
+	if cfg.scenarios["large"] {
+		est += 2 * largeLoadUnit
+		est += time.Duration(cfg.rounds*2*len(cfg.largeEngines)) * largeRunUnit
 	}
 	mtRuns := 0
+	mtUnit := cfg.memtableDuration + time.Second
 	if cfg.memtable {
 		mtRuns = len(cfg.memtableEngines) * len(cfg.memtableSizes) * len(cfg.memtableCounts)
-		est += time.Duration(mtRuns) * (cfg.memtableDuration + time.Second)
+		est += time.Duration(mtRuns) * mtUnit
 	}
+	tr.plan(est)
 	progress(fmt.Sprintf("plan: %d scenarios × %d rounds = %d runs of %s, %d memory variants, %d memtable runs of %s; estimated %s",
 		len(scenarios), cfg.rounds, runs, cfg.duration, memVariants, mtRuns, cfg.memtableDuration, est.Round(time.Second)))
 	if cfg.plan {
@@ -430,6 +440,7 @@ func main() {
 			var round []runResult
 			for _, spec := range order {
 				res := runScenarioOnce(cfg, sc, spec, r)
+				tr.advance(runUnit)
 				round = append(round, res)
 				extra := ""
 				if res.Conflicts > 0 {
@@ -460,7 +471,7 @@ func main() {
 
 	var mem []memResult
 	if cfg.scenarios["memory"] {
-		mem = runMemory(cfg, progress)
+		mem = runMemory(cfg, tr.each(memUnit))
 		for _, m := range mem {
 			emit(m)
 			if m.Error != "" {
@@ -470,7 +481,7 @@ func main() {
 	}
 	var evs [][]eventsResult
 	if cfg.scenarios["events"] {
-		evs = runEvents(cfg, progress, emit)
+		evs = runEvents(cfg, tr.each(eventsUnit), emit)
 		for _, runs := range evs {
 			for _, r := range runs {
 				if r.Error != "" {
@@ -481,7 +492,7 @@ func main() {
 	}
 	var apps map[string][]appendsResult
 	if cfg.scenarios["appends"] {
-		apps = runAppends(cfg, appendEngines, progress, emit)
+		apps = runAppends(cfg, appendEngines, tr.each(appendsUnit), emit)
 		stopPG()
 		for _, runs := range apps {
 			for _, r := range runs {
@@ -494,7 +505,13 @@ func main() {
 	var largeLoads []*largeLoad
 	var largeRounds [][]largeResult
 	if cfg.scenarios["large"] {
-		largeLoads, largeRounds = runLarge(cfg, progress, emit)
+		largeLoads, largeRounds = runLarge(cfg, progress, emit, func(loaded bool) {
+			if loaded {
+				tr.advance(largeLoadUnit)
+			} else {
+				tr.advance(largeRunUnit)
+			}
+		})
 		for _, l := range largeLoads {
 			if l.Error != "" {
 				failed = true
@@ -510,7 +527,7 @@ func main() {
 	}
 	var mt []memtableResult
 	if cfg.memtable {
-		mt = runMemtableSweep(cfg, progress, emit)
+		mt = runMemtableSweep(cfg, tr.each(mtUnit), emit)
 		for _, m := range mt {
 			if m.Error != "" {
 				failed = true

@@ -10,7 +10,11 @@
 //	go run ./test/bench --quick   # under 5 minutes on 2 cores
 //	go run ./test/bench           # full run, about 70 minutes on 2 cores (--plan prints the estimate)
 //
-// stdout: one JSON line per run, then markdown tables; stderr: progress. Compare
+//	go run ./test/bench --charts DIR                        # also SVG charts of the results in DIR
+//	go run ./test/bench --charts-from run.jsonl --charts DIR # charts of a saved run's JSON lines, no run
+//
+// stdout: one JSON line per run, then markdown tables; stderr: progress lines with the
+// elapsed time and the estimated time remaining. Compare
 // engines within one run, as ratios; absolute figures depend on the machine.
 package main
 
@@ -59,6 +63,8 @@ type config struct {
 	dir                           string
 	json, plan                    bool
 	cpuProfile                    string
+	charts                        string   // folder the SVG charts go to ("" for none)
+	chartsFrom                    []string // saved --json output to draw charts from, instead of running
 }
 
 func intList(s string) ([]int, error) {
@@ -133,6 +139,8 @@ func parseFlags() (*config, string) {
 	fs.BoolVar(&c.json, "json", true, "print one JSON line per run to stdout")
 	fs.BoolVar(&c.plan, "plan", false, "print the plan and its estimated duration, then exit")
 	fs.StringVar(&c.cpuProfile, "cpuprofile", "", "write a CPU profile of this process's runs to this file (go tool pprof; not the memory scenario's child processes)")
+	fs.StringVar(&c.charts, "charts", "", "write SVG charts of the results into this folder (created if missing; make bench passes test/bench/charts)")
+	chartsFrom := fs.String("charts-from", "", "draw the charts from saved --json output (comma-separated JSON-lines files, e.g. test/bench/results/2026-11-30-full.jsonl) instead of running; needs --charts")
 	child := fs.String("memory-child", "", "internal: measure one engine variant's open cost and print JSON")
 	flag.Parse()
 
@@ -182,6 +190,10 @@ func parseFlags() (*config, string) {
 			errs = append(errs, fmt.Sprintf("--%s: %v", name, err))
 		}
 		*dst = v
+	}
+	c.chartsFrom = strList(*chartsFrom)
+	if len(c.chartsFrom) > 0 && c.charts == "" {
+		errs = append(errs, "--charts-from needs --charts, the folder to write the charts into")
 	}
 	c.engines = strList(*engines)
 	c.memtableEngines = strList(*mengines)
@@ -348,6 +360,9 @@ func main() {
 	cfg, child := parseFlags()
 	if child != "" {
 		os.Exit(memoryChild(cfg, child))
+	}
+	if len(cfg.chartsFrom) > 0 {
+		os.Exit(chartsFromFiles(cfg))
 	}
 	tr := newETATracker(os.Stderr, 0)
 	start := tr.start
@@ -567,6 +582,15 @@ func main() {
 		writeMemtableTable(w, mt)
 	}
 	stopProfile()
+	if cfg.charts != "" {
+		names, err := writeCharts(cfg.charts, chartData{aggs: aggs, memtable: mt, appends: apps,
+			appendsEngines: appendsEngineNames(appendEngines), large: largeRounds})
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bench: charts:", err)
+			failed = true
+		}
+		progress(fmt.Sprintf("charts: %d written to %s", len(names), cfg.charts))
+	}
 	total := time.Since(start)
 	fmt.Fprintf(w, "\nTotal elapsed: %s\n", total.Round(100*time.Millisecond))
 	progress(fmt.Sprintf("done in %s", total.Round(100*time.Millisecond)))

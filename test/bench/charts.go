@@ -579,10 +579,16 @@ func latencyFigures(aggs []*aggregate) []*figure {
 			if n%cols == 0 {
 				grid = append(grid, make([]*plot.Plot, cols))
 			}
-			p := newPlot(l, "percentile", "commit latency (µs, log scale)")
+			// No Y label: gonum/plot places it by the arithmetic middle of a log axis, which
+			// pads the panel; the ticks carry their units (µs, ms, s).
+			p := newPlot(l, "percentile (commit latency on a log scale)", "")
 			p.Y.Scale = plot.LogScale{}
 			p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
-			p.NominalX(percentiles...)
+			var pticks plot.ConstantTicks
+			for i, name := range percentiles {
+				pticks = append(pticks, plot.Tick{Value: float64(i), Label: name})
+			}
+			p.X.Tick.Marker = pticks
 			p.X.Min, p.X.Max = -0.3, float64(len(percentiles))-0.7
 			lo, hi := math.Inf(1), 0.0
 			engines := make([]string, 0, len(by[l]))

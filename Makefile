@@ -64,10 +64,13 @@ demo: deps
 	$(GO) run ./examples/orders
 
 # bench runs the harness's quick mode (under 5 minutes on 2 cores); BENCH_FLAGS=
-# (empty) runs the full set.
+# (empty) runs the full set. Its SVG charts go to BENCH_CHARTS, next to RESULTS.md
+# (BENCH_CHARTS= for none); `go run ./test/bench --charts-from FILE.jsonl --charts DIR`
+# redraws them from a saved run's JSON lines.
 BENCH_FLAGS ?= --quick
+BENCH_CHARTS ?= test/bench/charts
 bench: deps
-	$(GO) run ./test/bench $(BENCH_FLAGS)
+	$(GO) run ./test/bench $(if $(BENCH_CHARTS),--charts $(BENCH_CHARTS)) $(BENCH_FLAGS)
 
 # bench-go runs the Go benchmarks side by side (rockline, native OCC, raw batch).
 bench-go: deps

@@ -104,7 +104,7 @@ func TestLargeScenario(t *testing.T) {
 	cfg.largeEngines = []string{kindParallel, kindNative, kindRaw}
 	var progress []string
 	var emitted int
-	loads, rounds := runLarge(cfg, func(s string) { progress = append(progress, s) }, func(any) { emitted++ })
+	loads, rounds := runLarge(cfg, func(s string) { progress = append(progress, s) }, func(any) { emitted++ }, func(bool) {})
 	if len(loads) != 2 || len(rounds) != 1 || len(rounds[0]) != 6 {
 		t.Fatalf("%d loads, %d rounds (%v); want 2 loads and one round of 6 runs\n%s", len(loads), len(rounds), rounds, strings.Join(progress, "\n"))
 	}

@@ -406,8 +406,9 @@ func largeOpen(cfg *config, bits float64) openOpts {
 }
 
 // runLarge runs the large scenario: loads, then rounds of every (engine, bloom) pair
-// in a rotated order, then removes every file it made.
-func runLarge(cfg *config, progress func(string), emit func(any)) ([]*largeLoad, [][]largeResult) {
+// in a rotated order, then removes every file it made. done is called as each load
+// (loaded true) and each run (false) completes, before its progress line.
+func runLarge(cfg *config, progress func(string), emit func(any), done func(loaded bool)) ([]*largeLoad, [][]largeResult) {
 	settings := []struct {
 		name string
 		bits float64
@@ -423,6 +424,7 @@ func runLarge(cfg *config, progress func(string), emit func(any)) ([]*largeLoad,
 	for _, s := range settings {
 		progress(fmt.Sprintf("large | loading %d keys of %d B, bloom %s", cfg.largeKeys, largeValueLen, s.name))
 		l := loadLarge(cfg, s.name, s.bits)
+		done(true)
 		loads = append(loads, l)
 		if l.Error != "" {
 			emit(l)
@@ -448,6 +450,7 @@ func runLarge(cfg *config, progress func(string), emit func(any)) ([]*largeLoad,
 		for i := range cells {
 			c := cells[(i+r-1)%len(cells)]
 			res := runLargeOnce(cfg, c.spec, c.load, r)
+			done(false)
 			c.load.IngestSecs = append(c.load.IngestSecs, res.IngestSeconds)
 			emit(res)
 			round = append(round, res)

@@ -10,7 +10,11 @@
 //	go run ./test/bench --quick   # under 5 minutes on 2 cores
 //	go run ./test/bench           # full run, about 70 minutes on 2 cores (--plan prints the estimate)
 //
-// stdout: one JSON line per run, then markdown tables; stderr: progress. Compare
+//	go run ./test/bench --charts DIR                        # also SVG charts of the results in DIR
+//	go run ./test/bench --charts-from run.jsonl --charts DIR # charts of a saved run's JSON lines, no run
+//
+// stdout: one JSON line per run, then markdown tables; stderr: progress lines with the
+// elapsed time and the estimated time remaining. Compare
 // engines within one run, as ratios; absolute figures depend on the machine.
 package main
 
@@ -59,6 +63,8 @@ type config struct {
 	dir                           string
 	json, plan                    bool
 	cpuProfile                    string
+	charts                        string   // folder the SVG charts go to ("" for none)
+	chartsFrom                    []string // saved --json output to draw charts from, instead of running
 }
 
 func intList(s string) ([]int, error) {
@@ -133,6 +139,8 @@ func parseFlags() (*config, string) {
 	fs.BoolVar(&c.json, "json", true, "print one JSON line per run to stdout")
 	fs.BoolVar(&c.plan, "plan", false, "print the plan and its estimated duration, then exit")
 	fs.StringVar(&c.cpuProfile, "cpuprofile", "", "write a CPU profile of this process's runs to this file (go tool pprof; not the memory scenario's child processes)")
+	fs.StringVar(&c.charts, "charts", "", "write SVG charts of the results into this folder (created if missing; make bench passes test/bench/charts)")
+	chartsFrom := fs.String("charts-from", "", "draw the charts from saved --json output (comma-separated JSON-lines files, e.g. test/bench/results/2026-11-30-full.jsonl) instead of running; needs --charts")
 	child := fs.String("memory-child", "", "internal: measure one engine variant's open cost and print JSON")
 	flag.Parse()
 
@@ -182,6 +190,10 @@ func parseFlags() (*config, string) {
 			errs = append(errs, fmt.Sprintf("--%s: %v", name, err))
 		}
 		*dst = v
+	}
+	c.chartsFrom = strList(*chartsFrom)
+	if len(c.chartsFrom) > 0 && c.charts == "" {
+		errs = append(errs, "--charts-from needs --charts, the folder to write the charts into")
 	}
 	c.engines = strList(*engines)
 	c.memtableEngines = strList(*mengines)
@@ -349,10 +361,12 @@ func main() {
 	if child != "" {
 		os.Exit(memoryChild(cfg, child))
 	}
-	start := time.Now()
-	progress := func(s string) {
-		fmt.Fprintf(os.Stderr, "[%7.1fs] %s\n", time.Since(start).Seconds(), s)
+	if len(cfg.chartsFrom) > 0 {
+		os.Exit(chartsFromFiles(cfg))
 	}
+	tr := newETATracker(os.Stderr, 0)
+	start := tr.start
+	progress := tr.line
 	emit := func(v any) {
 		if cfg.json {
 			emitJSON(v)
@@ -365,31 +379,42 @@ func main() {
 	for _, s := range scenarios {
 		runs += len(s.Engines) * cfg.rounds
 	}
-	est := time.Duration(runs) * (cfg.duration + 250*time.Millisecond)
+	// Each phase's unit is the planned cost of one of its progress lines (the ETA
+	// tracker advances by it per line).
+	runUnit := cfg.duration + 250*time.Millisecond
+	est := time.Duration(runs) * runUnit
 	memVariants := 0
+	const memUnit = 3 * time.Second
 	if cfg.scenarios["memory"] {
 		memVariants = len(memoryVariants(cfg))
-		est += time.Duration(memVariants) * 3 * time.Second
+		est += time.Duration(memVariants) * memUnit
 	}
-	if cfg.scenarios["events"] { // seeding dominates: about 40 µs an event on 2 cores
-		est += time.Duration(cfg.rounds*len(eventsVariants)*cfg.eventCount) * 40 * time.Microsecond
+	// seeding dominates: about 40 µs an event on 2 cores
+	eventsUnit := time.Duration(cfg.eventCount) * 40 * time.Microsecond
+	if cfg.scenarios["events"] {
+		est += time.Duration(cfg.rounds*len(eventsVariants)) * eventsUnit
 	}
 	appendsRuns := 0
+	appendsUnit := cfg.duration + time.Second
 	var appendEngines []appendsEngine
 	if cfg.scenarios["appends"] {
 		appendEngines = appendsEngines(progress)
 		appendsRuns = len(appendsCells()) * cfg.rounds * len(appendEngines)
-		est += time.Duration(appendsRuns) * (cfg.duration + time.Second)
+		est += time.Duration(appendsRuns) * appendsUnit
 	}
-	if cfg.scenarios["large"] { // two loads at about 1 µs a key, then the runs, each with an ingestion
-		est += time.Duration(2*cfg.largeKeys) * time.Microsecond
-		est += time.Duration(cfg.rounds*2*len(cfg.largeEngines)) * (cfg.duration + 2*time.Second)
+	// two loads at about 1 µs a key, then the runs, each with an ingestion
+	largeLoadUnit, largeRunUnit := time.Duration(cfg.largeKeys)*time.Microsecond, cfg.duration+2*time.Second
+	if cfg.scenarios["large"] {
+		est += 2 * largeLoadUnit
+		est += time.Duration(cfg.rounds*2*len(cfg.largeEngines)) * largeRunUnit
 	}
 	mtRuns := 0
+	mtUnit := cfg.memtableDuration + time.Second
 	if cfg.memtable {
 		mtRuns = len(cfg.memtableEngines) * len(cfg.memtableSizes) * len(cfg.memtableCounts)
-		est += time.Duration(mtRuns) * (cfg.memtableDuration + time.Second)
+		est += time.Duration(mtRuns) * mtUnit
 	}
+	tr.plan(est)
 	progress(fmt.Sprintf("plan: %d scenarios × %d rounds = %d runs of %s, %d memory variants, %d memtable runs of %s; estimated %s",
 		len(scenarios), cfg.rounds, runs, cfg.duration, memVariants, mtRuns, cfg.memtableDuration, est.Round(time.Second)))
 	if cfg.plan {
@@ -430,6 +455,7 @@ func main() {
 			var round []runResult
 			for _, spec := range order {
 				res := runScenarioOnce(cfg, sc, spec, r)
+				tr.advance(runUnit)
 				round = append(round, res)
 				extra := ""
 				if res.Conflicts > 0 {
@@ -460,7 +486,7 @@ func main() {
 
 	var mem []memResult
 	if cfg.scenarios["memory"] {
-		mem = runMemory(cfg, progress)
+		mem = runMemory(cfg, tr.each(memUnit))
 		for _, m := range mem {
 			emit(m)
 			if m.Error != "" {
@@ -470,7 +496,7 @@ func main() {
 	}
 	var evs [][]eventsResult
 	if cfg.scenarios["events"] {
-		evs = runEvents(cfg, progress, emit)
+		evs = runEvents(cfg, tr.each(eventsUnit), emit)
 		for _, runs := range evs {
 			for _, r := range runs {
 				if r.Error != "" {
@@ -481,7 +507,7 @@ func main() {
 	}
 	var apps map[string][]appendsResult
 	if cfg.scenarios["appends"] {
-		apps = runAppends(cfg, appendEngines, progress, emit)
+		apps = runAppends(cfg, appendEngines, tr.each(appendsUnit), emit)
 		stopPG()
 		for _, runs := range apps {
 			for _, r := range runs {
@@ -494,7 +520,13 @@ func main() {
 	var largeLoads []*largeLoad
 	var largeRounds [][]largeResult
 	if cfg.scenarios["large"] {
-		largeLoads, largeRounds = runLarge(cfg, progress, emit)
+		largeLoads, largeRounds = runLarge(cfg, progress, emit, func(loaded bool) {
+			if loaded {
+				tr.advance(largeLoadUnit)
+			} else {
+				tr.advance(largeRunUnit)
+			}
+		})
 		for _, l := range largeLoads {
 			if l.Error != "" {
 				failed = true
@@ -510,7 +542,7 @@ func main() {
 	}
 	var mt []memtableResult
 	if cfg.memtable {
-		mt = runMemtableSweep(cfg, progress, emit)
+		mt = runMemtableSweep(cfg, tr.each(mtUnit), emit)
 		for _, m := range mt {
 			if m.Error != "" {
 				failed = true
@@ -550,6 +582,15 @@ func main() {
 		writeMemtableTable(w, mt)
 	}
 	stopProfile()
+	if cfg.charts != "" {
+		names, err := writeCharts(cfg.charts, chartData{aggs: aggs, memtable: mt, appends: apps,
+			appendsEngines: appendsEngineNames(appendEngines), large: largeRounds})
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bench: charts:", err)
+			failed = true
+		}
+		progress(fmt.Sprintf("charts: %d written to %s", len(names), cfg.charts))
+	}
 	total := time.Since(start)
 	fmt.Fprintf(w, "\nTotal elapsed: %s\n", total.Round(100*time.Millisecond))
 	progress(fmt.Sprintf("done in %s", total.Round(100*time.Millisecond)))

@@ -7,11 +7,11 @@
 // under a sequence key in a "log" column family, or in Badger, which has no column
 // families, under a one-byte key prefix per family).
 //
-//	go run ./test/bench --quick   # under 5 minutes on 2 cores
-//	go run ./test/bench           # full run, about 70 minutes on 2 cores (--plan prints the estimate)
+//	go -C test/bench run . --quick   # under 5 minutes on 2 cores
+//	go -C test/bench run .           # full run, about 70 minutes on 2 cores (--plan prints the estimate)
 //
-//	go run ./test/bench --charts DIR                        # also SVG charts of the results in DIR
-//	go run ./test/bench --charts-from run.jsonl --charts DIR # charts of a saved run's JSON lines, no run
+//	go -C test/bench run . --charts DIR                        # also SVG charts of the results in DIR
+//	go -C test/bench run . --charts-from run.jsonl --charts DIR # charts of a saved run's JSON lines, no run
 //
 // stdout: one JSON line per run, then markdown tables; stderr: progress lines with the
 // elapsed time and the estimated time remaining. Compare
@@ -140,7 +140,7 @@ func parseFlags() (*config, string) {
 	fs.BoolVar(&c.plan, "plan", false, "print the plan and its estimated duration, then exit")
 	fs.StringVar(&c.cpuProfile, "cpuprofile", "", "write a CPU profile of this process's runs to this file (go tool pprof; not the memory scenario's child processes)")
 	fs.StringVar(&c.charts, "charts", "", "write SVG charts of the results into this folder (created if missing; make bench passes test/bench/charts)")
-	chartsFrom := fs.String("charts-from", "", "draw the charts from saved --json output (comma-separated JSON-lines files, e.g. test/bench/results/2026-11-30-full.jsonl) instead of running; needs --charts")
+	chartsFrom := fs.String("charts-from", "", "draw the charts from saved --json output (comma-separated JSON-lines files, e.g. results/2026-11-30-full.jsonl, relative to test/bench) instead of running; needs --charts")
 	child := fs.String("memory-child", "", "internal: measure one engine variant's open cost and print JSON")
 	flag.Parse()
 

@@ -12,7 +12,7 @@ JAEGER_VERSION ?= v1.76.0
 JAEGER_CACHE   ?= $(HOME)/.cache/rockline
 JAEGER_BIN     ?= $(JAEGER_CACHE)/jaeger-$(JAEGER_VERSION)
 
-.PHONY: all deps build test demo bench bench-go fmt lint vet clean jaeger jaeger-demo crash soak nats-server test-jetstream
+.PHONY: all deps bench-deps build test demo bench bench-go fmt lint vet clean jaeger jaeger-demo crash soak nats-server test-jetstream
 
 all: build
 
@@ -55,10 +55,10 @@ build: deps
 # the cached Jaeger binary, which `make jaeger` builds the first time).
 # The race detector's instrumentation allocates, so the allocation guarantees (tests
 # named *Alloc*) are skipped under -race; the second line runs them without it.
-test: deps vet jaeger
+test: deps bench-deps vet jaeger
 	ROCKLINE_JAEGER_BIN=$(JAEGER_BIN) ROCKLINE_REQUIRE_JAEGER=1 $(GO) test -race -timeout 30m $(PKGS)
 	$(GO) test -count=1 -run 'Alloc' ./internal/logentry/
-	cd test/bench && $(GO) vet ./... && $(GO) test -race -timeout 15m ./...
+	cd test/bench && $(GO) vet ./... && ROCKLINE_REQUIRE_PG=1 $(GO) test -race -timeout 15m ./...
 	$(MAKE) --no-print-directory test-jetstream
 
 demo: deps
@@ -73,8 +73,22 @@ demo: deps
 # charts go to a scratch folder, so they never replace the full run's beside RESULTS.md.
 BENCH_FLAGS ?= --quick
 BENCH_CHARTS ?= $(if $(filter --quick,$(BENCH_FLAGS)),$(or $(TMPDIR),/tmp)/rockline-bench-charts,$(CURDIR)/test/bench/charts)
-bench: deps
+bench: deps bench-deps
 	$(GO) -C test/bench run . $(if $(BENCH_CHARTS),--charts $(BENCH_CHARTS)) $(BENCH_FLAGS)
+
+# bench-deps installs Debian's PostgreSQL 15, the harness's appends scenario's third
+# engine (the harness makes, starts and stops its own cluster on 127.0.0.1), when it
+# is missing.
+PG_INITDB ?= /usr/lib/postgresql/15/bin/initdb
+bench-deps:
+	@if [ ! -x $(PG_INITDB) ]; then \
+	  if [ "$$(id -u)" = 0 ]; then SUDO=; elif command -v sudo >/dev/null 2>&1; then SUDO=sudo; \
+	  else echo "rockline: postgresql-15 is missing, and installing it needs root or sudo: apt-get install postgresql-15" >&2; exit 1; fi; \
+	  if [ -z "$$(apt-cache policy postgresql-15 2>/dev/null | grep 'Candidate:' | grep -v '(none)')" ]; then $$SUDO apt-get update -q; fi; \
+	  echo "rockline: installing postgresql-15 for the harness's appends scenario"; \
+	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -q postgresql-15 || \
+	    { echo "rockline: could not install postgresql-15 with apt-get" >&2; exit 1; }; \
+	fi
 
 # bench-go runs the Go benchmarks side by side (rockline, native OCC, raw batch).
 bench-go: deps

@@ -94,6 +94,11 @@ func (c *pgCluster) run(name string, args ...string) error {
 // startPG makes and starts the cluster under base.
 func startPG(base string) error {
 	pgOnce.Do(func() {
+		if os.Geteuid() == 0 {
+			// The server runs as postgres, which must reach its folder: the system's
+			// temporary folder, not base, whose parents may be private to root.
+			base = ""
+		}
 		dir, err := os.MkdirTemp(base, "rockline-bench-pg-")
 		if err != nil {
 			pg.err = err
@@ -134,13 +139,14 @@ func startPG(base string) error {
 // stopPG stops the cluster if it was started and removes its folder.
 func stopPG() {
 	if pg.dir == "" {
+		pg, pgOnce = pgCluster{}, sync.Once{}
 		return
 	}
 	if pg.port != "" {
 		_ = pg.run("pg_ctl", "-D", filepath.Join(pg.dir, "data"), "-m", "fast", "-w", "stop")
 	}
 	os.RemoveAll(pg.dir)
-	pg.dir = ""
+	pg, pgOnce = pgCluster{}, sync.Once{} // a later run starts a new cluster
 }
 
 // pgAppender is one run's pool of connections and a fresh messages table.

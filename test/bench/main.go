@@ -219,8 +219,8 @@ func parseFlags() (*config, string) {
 	}
 	c.scenarios = map[string]bool{}
 	for _, s := range strList(*scen) {
-		if !slices.Contains([]string{"a", "b", "c", "d", "e", "f", "memory", "tracing", "events", "appends", "large"}, s) {
-			errs = append(errs, fmt.Sprintf("unknown scenario %q (want a,b,c,d,e,f,memory,tracing,events,appends,large)", s))
+		if !slices.Contains([]string{"a", "b", "c", "d", "e", "f", "memory", "tracing", "events", "appends", "large", "cluster"}, s) {
+			errs = append(errs, fmt.Sprintf("unknown scenario %q (want a,b,c,d,e,f,memory,tracing,events,appends,large,cluster)", s))
 		}
 		c.scenarios[s] = true
 	}
@@ -404,6 +404,9 @@ func main() {
 	}
 	// two loads at about 1 µs a key, then the runs, each with an ingestion
 	largeLoadUnit, largeRunUnit := time.Duration(cfg.largeKeys)*time.Microsecond, cfg.duration+2*time.Second
+	if cfg.scenarios["cluster"] { // about 5 s to start the cluster, 1 s per run to open a stream
+		est += 5*time.Second + time.Duration(len(clusterCells)*cfg.rounds*len(clusterEngines))*(cfg.duration+time.Second)
+	}
 	if cfg.scenarios["large"] {
 		est += 2 * largeLoadUnit
 		est += time.Duration(cfg.rounds*2*len(cfg.largeEngines)) * largeRunUnit
@@ -517,6 +520,21 @@ func main() {
 			}
 		}
 	}
+	var clusterRuns map[string][]clusterResult
+	if cfg.scenarios["cluster"] {
+		var err error
+		if clusterRuns, err = runCluster(cfg, progress, emit); err != nil {
+			progress("cluster: " + err.Error())
+			failed = true
+		}
+		for _, runs := range clusterRuns {
+			for _, r := range runs {
+				if r.Error != "" {
+					failed = true
+				}
+			}
+		}
+	}
 	var largeLoads []*largeLoad
 	var largeRounds [][]largeResult
 	if cfg.scenarios["large"] {
@@ -572,6 +590,10 @@ func main() {
 	if len(apps) > 0 {
 		fmt.Fprintf(w, "\n### Event appends: rockline, PostgreSQL (Message DB schema), NATS JetStream\n\n")
 		writeAppendsTable(w, apps, appendEngines)
+	}
+	if len(clusterRuns) > 0 {
+		fmt.Fprintf(w, "\n### Scale-out engine: the local engine against JetStream with 1 and 3 replicas\n\n")
+		writeClusterTable(w, clusterRuns)
 	}
 	if len(largeLoads) > 0 {
 		fmt.Fprintf(w, "\n### Data larger than the block cache: bloom filters on and off\n\n")

@@ -132,6 +132,10 @@ func open(dir string, cfg Config, mode openMode) (*DB, error) {
 			st.Close()
 			return nil, err
 		}
+		if err := db.recordSettings(cfg); err != nil {
+			st.Close()
+			return nil, err
+		}
 	}
 	if err := db.loadTruncation(); err != nil {
 		st.Close()

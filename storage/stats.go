@@ -11,6 +11,8 @@ import (
 // properties.
 type FamilyStats struct {
 	Name                   string
+	Generation             int    // the name's generation (see Family.Generation)
+	EstimatedKeys          uint64 // rocksdb.estimate-num-keys: live keys, an estimate
 	ImmutableMemtables     uint64 // rocksdb.num-immutable-mem-table; at MaxWriteBufferNumber-1 writes stop
 	MemtableBytes          uint64 // rocksdb.cur-size-all-mem-tables
 	L0Files                uint64 // rocksdb.num-files-at-level0
@@ -80,7 +82,8 @@ func (db *DB) Stats() (Stats, error) {
 		if f.name == MetaFamily {
 			continue
 		}
-		fs := FamilyStats{Name: f.name, WriteBufferSize: f.opts.WriteBufferSize, MaxWriteBufferNumber: f.opts.MaxWriteBufferNumber}
+		fs := FamilyStats{Name: f.name, Generation: f.Generation(), WriteBufferSize: f.opts.WriteBufferSize, MaxWriteBufferNumber: f.opts.MaxWriteBufferNumber}
+		fs.EstimatedKeys, _ = db.native.GetIntPropertyCF("rocksdb.estimate-num-keys", f.handle)
 		fs.ImmutableMemtables, _ = db.native.GetIntPropertyCF("rocksdb.num-immutable-mem-table", f.handle)
 		fs.MemtableBytes, _ = db.native.GetIntPropertyCF("rocksdb.cur-size-all-mem-tables", f.handle)
 		fs.L0Files, _ = db.native.GetIntPropertyCF("rocksdb.num-files-at-level0", f.handle)

@@ -121,7 +121,8 @@ func TestCommandsOnALiveDatabase(t *testing.T) {
 	if !slices.ContainsFunc(info.Families, func(f struct{ Name string }) bool { return f.Name == "accounts" }) {
 		t.Errorf("info lists families %+v, without accounts", info.Families)
 	}
-	if out, _, code := run(t, "info", "--dir", dir); code != 0 || !strings.Contains(out, "accounts") || !strings.Contains(out, "FAMILY") {
+	if out, _, code := run(t, "info", "--dir", dir); code != 0 || !strings.Contains(out, "accounts") || !strings.Contains(out, "GEN") ||
+		!strings.Contains(out, "created       20") || !strings.Contains(out, "validation parallel") {
 		t.Errorf("info: exit %d:\n%s", code, out)
 	}
 

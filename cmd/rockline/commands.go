@@ -16,11 +16,12 @@ import (
 	"github.com/rockline/rockline/storage"
 )
 
-// infoCmd prints the log's bounds and every family with its options and space.
+// infoCmd prints the log's bounds and marks, the settings the folder records, and
+// every family with its generation, options, key estimate and space.
 func infoCmd(o *options) *cobra.Command {
 	return &cobra.Command{
 		Use:   "info",
-		Short: "The log's first and last positions, the families with their options and space, pending drops",
+		Short: "The log's positions and marks, recorded settings, the families with generation, options, keys and space, pending drops",
 		Args:  args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			db, done, err := o.open()
@@ -32,32 +33,62 @@ func infoCmd(o *options) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			checkpointed, err := db.CheckpointedPosition()
+			if err != nil {
+				return err
+			}
+			created, opened, err := db.RecordedSettings()
+			if err != nil {
+				return err
+			}
 			type family struct {
 				Name                 string `json:"name"`
+				Generation           int    `json:"generation"`
+				EstimatedKeys        uint64 `json:"estimated_keys"`
 				WriteBufferSize      int64  `json:"write_buffer_size"`
 				MaxWriteBufferNumber int    `json:"max_write_buffer_number"`
 				SSTBytes             uint64 `json:"sst_bytes"`
 				LiveDataBytes        uint64 `json:"live_data_bytes"`
 			}
 			info := struct {
-				Dir           string   `json:"dir"`
-				FirstPosition uint64   `json:"first_position"`
-				LastPosition  uint64   `json:"last_position"`
-				Policy        string   `json:"policy"`
-				PendingDrops  int64    `json:"pending_drops"`
-				Families      []family `json:"families"`
-			}{Dir: o.dir, FirstPosition: db.FirstPosition(), LastPosition: db.LastPosition(), Policy: db.Policy(), PendingDrops: st.PendingDrops}
+				Dir            string                  `json:"dir"`
+				FirstPosition  uint64                  `json:"first_position"`
+				LastPosition   uint64                  `json:"last_position"`
+				Checkpointed   uint64                  `json:"checkpointed_position"`
+				PendingDrops   int64                   `json:"pending_drops"`
+				CreatedWith    pipeline.FolderSettings `json:"created_with"`
+				LastOpenedWith pipeline.FolderSettings `json:"last_opened_with"`
+				Families       []family                `json:"families"`
+			}{Dir: o.dir, FirstPosition: db.FirstPosition(), LastPosition: db.LastPosition(), Checkpointed: checkpointed,
+				PendingDrops: st.PendingDrops, CreatedWith: created, LastOpenedWith: opened}
 			for _, f := range st.Families {
-				info.Families = append(info.Families, family{f.Name, f.WriteBufferSize, f.MaxWriteBufferNumber, f.SSTBytes, f.LiveDataBytes})
+				info.Families = append(info.Families, family{f.Name, f.Generation, f.EstimatedKeys, f.WriteBufferSize, f.MaxWriteBufferNumber, f.SSTBytes, f.LiveDataBytes})
 			}
 			if o.json {
 				return o.emitJSON(info)
 			}
-			fmt.Fprintf(o.out, "folder    %s\nlog       positions %d..%d\npending   %d drops\n\n", info.Dir, info.FirstPosition, info.LastPosition, info.PendingDrops)
+			truncated := "none"
+			if info.FirstPosition > 1 {
+				truncated = fmt.Sprintf("below %d", info.FirstPosition)
+			}
+			fmt.Fprintf(o.out, "folder        %s\nlog           positions %d..%d, truncated %s, checkpoint recorded through %d\npending       %d drops\n",
+				info.Dir, info.FirstPosition, info.LastPosition, truncated, info.Checkpointed, info.PendingDrops)
+			for _, s := range []struct {
+				what string
+				fs   pipeline.FolderSettings
+			}{{"created", created}, {"last opened", opened}} {
+				if s.fs.At.IsZero() {
+					fmt.Fprintf(o.out, "%-13s (not recorded)\n", s.what)
+					continue
+				}
+				fmt.Fprintf(o.out, "%-13s %s with validation %s, %d lanes, %d buckets, sync %v, WAL off %v, bloom %.1f bits/key\n", s.what,
+					s.fs.At.Format(time.RFC3339), s.fs.Validation, s.fs.Lanes, s.fs.Buckets, s.fs.Sync, s.fs.DisableWAL, s.fs.BloomBitsPerKey)
+			}
+			fmt.Fprintln(o.out)
 			w := tabwriter.NewWriter(o.out, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(w, "FAMILY\tWRITE BUFFER\tBUFFERS\tSST BYTES\tLIVE BYTES")
+			fmt.Fprintln(w, "FAMILY\tGEN\tKEYS (EST.)\tWRITE BUFFER\tBUFFERS\tSST BYTES\tLIVE BYTES")
 			for _, f := range info.Families {
-				fmt.Fprintf(w, "%s\t%d\t%d\t%d\t%d\n", f.Name, f.WriteBufferSize, f.MaxWriteBufferNumber, f.SSTBytes, f.LiveDataBytes)
+				fmt.Fprintf(w, "%s\t%d\t%d\t%d\t%d\t%d\t%d\n", f.Name, f.Generation, f.EstimatedKeys, f.WriteBufferSize, f.MaxWriteBufferNumber, f.SSTBytes, f.LiveDataBytes)
 			}
 			return w.Flush()
 		},

@@ -149,6 +149,9 @@ func TestCommandsOnALiveDatabase(t *testing.T) {
 	if out, _, code := run(t, "scan", "accounts", "--prefix", "b", "--dir", dir); code != 0 || strings.Contains(out, "alice") || !strings.Contains(out, "bob") {
 		t.Errorf("scan --prefix b: exit %d:\n%s", code, out)
 	}
+	if out, _, code := run(t, "scan", "accounts", "--start", "b", "--end", "c", "--dir", dir); code != 0 || strings.Contains(out, "alice") || !strings.Contains(out, "bob") || strings.Contains(out, "carol") {
+		t.Errorf("scan --start b --end c: exit %d:\n%s", code, out)
+	}
 	if after := listing(t, dir); !slices.Equal(before, after) {
 		t.Errorf("the commands changed the folder: %v -> %v", before, after)
 	}
@@ -227,6 +230,8 @@ func TestBadArgumentsOfTheMaintenanceCommands(t *testing.T) {
 		{[]string{"compact", "default", "--start", "b", "--end", "a", "--dir", dir}, 2, "after --end"},
 		{[]string{"compact", "nosuch", "--dir", dir}, 2, `family "nosuch"`},
 		{[]string{"log", "--stream", "(", "--dir", dir}, 2, "expected a regular expression"},
+		{[]string{"scan", "default", "--prefix", "a", "--start", "b", "--dir", dir}, 2, "one or the other"},
+		{[]string{"scan", "default", "--start", "b", "--end", "a", "--dir", dir}, 2, "after --end"},
 		{[]string{"log", "--follow", "--poll", "0s", "--dir", dir}, 2, "--poll"},
 		{[]string{"verify", "--progress", "sometimes", "--dir", dir}, 2, "expected auto, always or never"},
 		{[]string{"compact", "--dir", t.TempDir()}, 1, "holds no database"},

@@ -207,17 +207,23 @@ func getCmd(o *options) *cobra.Command {
 	return cmd
 }
 
-// scanCmd prints the keys of a family with a prefix.
+// scanCmd prints the keys of a family, under a prefix or in a range.
 func scanCmd(o *options) *cobra.Command {
-	var prefix string
+	var prefix, start, end string
 	var limit int
 	cmd := &cobra.Command{
 		Use:   "scan FAMILY",
-		Short: "Keys and values of a family, all or under a prefix",
+		Short: "Keys and values of a family: all, under a prefix, or in a range [--start, --end)",
 		Args:  args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, a []string) error {
 			if err := checkLimit(limit, math.MaxInt); err != nil {
 				return err
+			}
+			if prefix != "" && (start != "" || end != "") {
+				return usageError{fmt.Errorf("--prefix and --start/--end: expected one or the other")}
+			}
+			if start != "" && end != "" && start > end {
+				return usageError{fmt.Errorf("--start %q is after --end %q", start, end)}
 			}
 			db, done, err := o.open()
 			if err != nil {
@@ -235,9 +241,17 @@ func scanCmd(o *options) *cobra.Command {
 			var rows []kv
 			err = db.View(func(tx *pipeline.Txn) error {
 				opts := pipeline.IterOptions{}
-				if prefix != "" {
+				switch {
+				case prefix != "":
 					opts.Lower = []byte(prefix)
 					opts.Upper = storage.PrefixEnd([]byte(prefix))
+				default:
+					if start != "" {
+						opts.Lower = []byte(start)
+					}
+					if end != "" {
+						opts.Upper = []byte(end)
+					}
 				}
 				it, err := tx.NewIterator(cf, opts)
 				if err != nil {
@@ -268,6 +282,8 @@ func scanCmd(o *options) *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&prefix, "prefix", "", "keys starting with this")
+	cmd.Flags().StringVar(&start, "start", "", "first key of a range")
+	cmd.Flags().StringVar(&end, "end", "", "key a range ends before")
 	cmd.Flags().IntVar(&limit, "limit", 1000, "keys at most")
 	return cmd
 }

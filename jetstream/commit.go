@@ -21,11 +21,19 @@ type Read struct {
 	Family  string
 	Key     []byte
 	Version uint64
+	// Generation is the family's generation the key was read in (0 means 1; see
+	// families.go).
+	Generation uint64
 }
 
 // Write is a put of Value (or, with Delete, a delete) of Key in Family. Version is the
 // key's version as read (0: absent, never written); the commit fails with a
 // *ConflictError if the key's version has changed. A Blind write is not checked.
+//
+// With AtCommit, the write is positioned (the local engine's Txn.PutAtCommit): Value
+// is the payload, and every read returns Config.PositionedValues[AtCommit] applied to
+// the commit's position and the payload (positioned.go). AtCommit must name a
+// configured encoding and excludes Delete.
 type Write struct {
 	Family  string
 	Key     []byte
@@ -33,6 +41,9 @@ type Write struct {
 	Delete  bool
 	Version uint64
 	Blind   bool
+	// Generation is the family's generation written (0 means 1; see families.go).
+	Generation uint64
+	AtCommit   string
 }
 
 // StreamCheck makes the commit conditional on Stream's version (StreamHead: the
@@ -61,6 +72,9 @@ type Commit struct {
 	Writes  []Write
 	Streams []StreamCheck
 	Events  []Event
+	// Families makes the commit conditional on families' catalog records (see
+	// FamilyCheck): a drop or re-creation since they were read fails it.
+	Families []FamilyCheck
 }
 
 // Header names the engine stores.
@@ -206,7 +220,7 @@ func (p *Partition) build(c *Commit) ([]*nats.Msg, []check, error) {
 			n++
 		}
 	}
-	n += len(c.Reads)
+	n += len(c.Reads) + len(c.Families)
 	if n > p.cfg.MaxBatch {
 		return nil, nil, &LimitError{Op: op, Field: "commit", Limit: "messages per commit", Got: n, Max: p.cfg.MaxBatch}
 	}
@@ -225,7 +239,7 @@ func (p *Partition) build(c *Commit) ([]*nats.Msg, []check, error) {
 	}
 	add := func(m *nats.Msg, arg string) error {
 		// Batch headers are added per attempt; count them now.
-		size := hdrLen(m.Header) + len(m.Data) + len(hdrBID) + 22 + len(hdrBSeq) + 4 + len(hdrBCom) + 1 + 12
+		size := hdrLen(m.Header) + len(m.Data) + len(hdrBID) + 22 + len(hdrBSeq) + 4 + len(hdrBCom) + 1 + 12 + len(hdrAt) + 8
 		if size > p.maxPayload {
 			return &LimitError{Op: op, Field: arg, Limit: "max_payload (headers and data of one message)", Got: size, Max: p.maxPayload}
 		}
@@ -276,7 +290,7 @@ func (p *Partition) build(c *Commit) ([]*nats.Msg, []check, error) {
 	}
 	for i, w := range c.Writes {
 		arg := fmt.Sprintf("writes[%d].Key", i)
-		subject := p.subj.key(w.Family, w.Key)
+		subject := p.subj.keyGen(w.Family, w.Generation, w.Key)
 		if err := claim(subject, arg); err != nil {
 			return nil, nil, err
 		}
@@ -285,6 +299,17 @@ func (p *Partition) build(c *Commit) ([]*nats.Msg, []check, error) {
 			m.Header.Set(hdrOp, opDelete)
 		} else {
 			m.Data = w.Value
+		}
+		if w.AtCommit != "" {
+			switch {
+			case w.Delete:
+				return nil, nil, &ArgumentError{Op: op, Arg: fmt.Sprintf("writes[%d].AtCommit", i), Reason: "a delete cannot be positioned"}
+			case p.cfg.PositionedValues[w.AtCommit] == nil:
+				return nil, nil, &ArgumentError{Op: op, Arg: fmt.Sprintf("writes[%d].AtCommit", i), Reason: fmt.Sprintf("%q is not in Config.PositionedValues", w.AtCommit)}
+			}
+			// The commit marker is message n-1 and this one is len(msgs).
+			m.Header.Set(hdrEnc, w.AtCommit)
+			m.Header.Set(hdrAt, strconv.Itoa(n-1-len(msgs)))
 		}
 		if !w.Blind {
 			m.Header.Set(hdrExpSeq, strconv.FormatUint(w.Version, 10))
@@ -315,7 +340,7 @@ func (p *Partition) build(c *Commit) ([]*nats.Msg, []check, error) {
 	}
 	for i, r := range c.Reads {
 		arg := fmt.Sprintf("reads[%d].Key", i)
-		subject := p.subj.key(r.Family, r.Key)
+		subject := p.subj.keyGen(r.Family, r.Generation, r.Key)
 		if err := claim(subject, arg); err != nil {
 			return nil, nil, err
 		}
@@ -324,7 +349,20 @@ func (p *Partition) build(c *Commit) ([]*nats.Msg, []check, error) {
 			return nil, nil, err
 		}
 	}
+	for i, f := range c.Families {
+		subject := p.subj.catalog(f.Family, f.shard())
+		if err := claim(subject, fmt.Sprintf("families[%d].Family", i)); err != nil {
+			return nil, nil, err
+		}
+		checks = append(checks, check{kind: "family", family: f.Family, subject: subject, version: f.Version})
+		if err := add(marker(subject, f.Version), fmt.Sprintf("families[%d]", i)); err != nil {
+			return nil, nil, err
+		}
+	}
 	msgs = append(msgs, nats.NewMsg(p.subj.commit()))
+	if len(msgs) != n {
+		return nil, nil, fmt.Errorf("rockline/jetstream: Commit: built %d messages, counted %d", len(msgs), n)
+	}
 	return msgs, checks, nil
 }
 

@@ -48,8 +48,11 @@
 //
 // # Snapshot reads
 //
-// Get, Scan and StreamHead at position P are one Direct Get with multi_last over the
-// subjects asked for plus P.c, and up_to_seq P. JetStream serves direct gets from
+// Get and StreamHead at position P are one Direct Get with multi_last over the
+// subjects asked for plus P.c, and up_to_seq P. Scan and Iterator (scan.go) list the
+// family's subjects from the stream leader (STREAM.INFO subjects_filter, 100,000 a
+// page), sort the keys, and read values in windows of up to MaxMultiGet-1 subjects
+// the same way, forward or backward, so a family of any size can be read. JetStream serves direct gets from
 // every replica, isolated from batch commits, but a follower may not have applied P
 // yet; the commit marker is the fence: its last sequence at or below P must be P
 // itself, otherwise the read is retried (backing off) until Config.ReadTimeout.
@@ -93,17 +96,28 @@
 // runs against a Partition through these (conformance_test.go), and against the local
 // engine in the core.
 //
+// # Positioned writes, entries by position, family generations
+//
+// Write.AtCommit stores a payload whose value is made, on every read, from the
+// commit's position: the message carries its distance to the commit marker
+// (positioned.go). Entry and ReadLog read commits by position with Direct Get by
+// sequence and return the Entry a subscription delivers (log.go). Families have
+// generations, recorded in a catalog inside the stream; a Txn checks the catalog, so
+// a drop fails every commit that read or wrote the family before it (families.go).
+//
 // # Retention
 //
 // Truncate drops the log (events, markers) up to a position and records the point in
 // the stream's metadata; keys keep their history, because the latest version of a
-// key is its value. PurgeFamily removes a family's keys at every position.
+// key is its value. PurgeFamily removes a family's keys (generation 1) at every
+// position; PurgeGeneration a dropped generation's.
 //
 // # Known limits of this foundation
 //
 //   - A hot key, written or only read, allows one commit in flight: concurrent checks
 //     of one subject meet 10164 and are re-read and re-sent.
-//   - Scan reads a whole family in one multi_last answer: at most MaxMultiGet-1 keys.
+//   - Scan and Iterator list every key the family ever had (tombstones included) on
+//     each open: the cost grows with the family, not with the range read.
 //   - Idempotence by event ID holds within the dedupe window and one partition; every
 //     commit also keeps one message ID (its marker's) in the server's dedupe map for
 //     that window.

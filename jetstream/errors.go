@@ -56,7 +56,8 @@ type ConfigError = pipeline.ConfigError
 
 // ConflictError reports the first expectation found broken: Subject is the JetStream
 // subject, Family and Key name the key (Kind "write" or "read"), or Stream names the
-// stream (Kind "stream"). Expected is the version the commit carried and Actual the
+// stream (Kind "stream"), or Family names a family whose catalog record changed (Kind
+// "family": dropped or re-created since the commit's position). Expected is the version the commit carried and Actual the
 // version found when the engine re-read it (0 when the re-read found the same version,
 // which happens when a concurrent commit held the subject and then failed). It matches
 // ErrConflict.
@@ -74,8 +75,11 @@ type ConflictError struct {
 // Error names the key or stream and both versions.
 func (e *ConflictError) Error() string {
 	what := fmt.Sprintf("key %q in family %q", e.Key, e.Family)
-	if e.Kind == "stream" {
+	switch e.Kind {
+	case "stream":
 		what = fmt.Sprintf("stream %q", e.Stream)
+	case "family":
+		what = fmt.Sprintf("the catalog record of family %q", e.Family)
 	}
 	s := fmt.Sprintf("rockline/jetstream: conflict on %s (%s): expected version %d, found %d", what, e.Kind, e.Expected, e.Actual)
 	if e.Err != nil {

@@ -55,6 +55,11 @@ type Config struct {
 	// JetStream's atomic batch limit). A commit takes one message per write, per event
 	// and per tracked read or stream check without events, plus one commit marker.
 	MaxBatch int
+	// PositionedValues names the encodings of positioned writes (Write.AtCommit): the
+	// function that makes a value from its payload and its commit's position whenever
+	// one is read (positioned.go). Every client of the partition must configure the
+	// same functions under the same names. Names: 1..32 of A-Z a-z 0-9 _ . -.
+	PositionedValues map[string]PositionedValue
 }
 
 // Defaults and bounds.
@@ -131,6 +136,9 @@ func (c *Config) withDefaults() (Config, error) {
 	case out.MaxBatch < 2 || out.MaxBatch > MaxBatchMessages:
 		return out, bad("MaxBatch", out.MaxBatch, fmt.Sprintf("2..%d", MaxBatchMessages))
 	}
+	if err := checkPositionedValues(out.PositionedValues); err != nil {
+		return out, err
+	}
 	return out, nil
 }
 
@@ -146,6 +154,7 @@ type Partition struct {
 	maxPayload int
 
 	truncated atomic.Uint64 // positions below this are gone (0: none)
+	gens      sync.Map      // family -> uint64: the generation last seen current (families.go)
 	stats     struct{ commits, conflicts, inFlight, retried, duplicates, timeouts, fenceWaits atomic.Uint64 }
 
 	closed atomic.Bool

@@ -1,7 +1,6 @@
 package jetstream
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -17,11 +16,16 @@ import (
 // key's last message at or below the read's position (0: never written); pass it back
 // as Read.Version or Write.Version to commit against what was read. A deleted key has
 // a Version (its delete) and no Value, and Get reports it as not found.
+//
+// For a positioned write (Write.AtCommit), Value is the encoding's value and AtCommit
+// the commit position it was made from (0 for any other write).
 type Item struct {
-	Family  string
-	Key     []byte
-	Value   []byte
-	Version uint64
+	Family     string
+	Key        []byte
+	Value      []byte
+	Version    uint64
+	Generation uint64 // the family's generation read (1 unless re-created)
+	AtCommit   uint64
 }
 
 // Get returns key of family as of the commit position at (0: the empty partition),
@@ -32,17 +36,22 @@ type Item struct {
 // once; a replica behind at is waited for, up to Config.ReadTimeout. Errors:
 // *ArgumentError, *LimitError, *TruncatedError, ErrPositionUnavailable, ErrClosed.
 func (p *Partition) Get(ctx context.Context, family string, key []byte, at uint64) (Item, bool, error) {
+	return p.GetGen(ctx, family, 1, key, at)
+}
+
+// GetGen is Get in generation gen of family (0 means 1; see families.go).
+func (p *Partition) GetGen(ctx context.Context, family string, gen uint64, key []byte, at uint64) (Item, bool, error) {
 	if p.closed.Load() {
 		return Item{}, false, ErrClosed
 	}
-	if n := p.subj.keyLen(family, key); n > MaxSubjectLen {
+	if n := p.subj.keyGenLen(family, gen, key); n > MaxSubjectLen {
 		return Item{}, false, &LimitError{Op: "Get", Field: "key", Limit: "encoded subject length", Got: n, Max: MaxSubjectLen}
 	}
-	it := Item{Family: family, Key: key}
+	it := Item{Family: family, Key: key, Generation: max(gen, 1)}
 	if at == 0 {
 		return it, false, nil
 	}
-	msgs, err := p.snapshot(ctx, "Get", []string{p.subj.key(family, key)}, at)
+	msgs, err := p.snapshot(ctx, "Get", []string{p.subj.keyGen(family, gen, key)}, at)
 	if err != nil {
 		return it, false, err
 	}
@@ -51,44 +60,33 @@ func (p *Partition) Get(ctx context.Context, family string, key []byte, at uint6
 		if m.Header.Get(hdrOp) == opDelete {
 			return it, false, nil
 		}
-		it.Value = m.Data
+		it.Value, it.AtCommit, err = p.value(m.Subject, it.Version, m.Header, m.Data)
+		if err != nil {
+			return it, false, err
+		}
 		return it, true, nil
 	}
 	return it, false, nil
 }
 
-// Scan returns every key of family that starts with prefix and exists as of the commit
-// position at, in key order. It reads the family's last message per key with one
-// Direct Get (multi_last, up_to_seq at), so a family of more than MaxMultiGet-1 keys
-// fails with a *LimitError naming "multi-get results"; the prefix is applied by the
-// engine after the read. Errors as for Get.
+// Scan returns every key of family (generation 1) that starts with prefix and exists
+// as of the commit position at, in key order: an Iterator over [prefix, the first key
+// after every key with prefix) walked to its end, so a family of any size can be
+// scanned (see scan.go for what that costs). Errors as for Get.
 func (p *Partition) Scan(ctx context.Context, family string, prefix []byte, at uint64) ([]Item, error) {
-	if p.closed.Load() {
-		return nil, ErrClosed
+	o := IterOptions{Lower: prefix, Upper: prefixEnd(prefix)}
+	if len(prefix) == 0 {
+		o = IterOptions{}
 	}
-	if at == 0 {
-		return nil, nil
-	}
-	msgs, err := p.snapshot(ctx, "Scan", []string{p.subj.family(family)}, at)
+	it, err := p.newIterator(ctx, "Scan", family, o, at)
 	if err != nil {
 		return nil, err
 	}
 	var out []Item
-	for _, m := range msgs {
-		if m.Header.Get(hdrOp) == opDelete {
-			continue
-		}
-		kind, fam, key, ok := p.subj.parse(m.Subject)
-		if !ok || kind != tokKey || string(fam) != family {
-			return nil, fmt.Errorf("rockline/jetstream: Scan: unexpected subject %q in family %q", m.Subject, family)
-		}
-		if !bytes.HasPrefix(key, prefix) {
-			continue
-		}
-		out = append(out, Item{Family: family, Key: key, Value: m.Data, Version: msgSeq(m)})
+	for it.First(); it.Valid(); it.Next() {
+		out = append(out, it.Item())
 	}
-	slices.SortFunc(out, func(a, b Item) int { return bytes.Compare(a.Key, b.Key) })
-	return out, nil
+	return out, it.Close()
 }
 
 // StreamHead returns the version of stream as of the commit position at: the

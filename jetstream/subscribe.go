@@ -4,11 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
-	"strings"
 	"sync/atomic"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	natsjs "github.com/nats-io/nats.go/jetstream"
 	"github.com/rockline/rockline/pipeline"
 )
@@ -24,16 +23,23 @@ type Entry struct {
 	Writes   []LoggedWrite
 	Events   []LoggedEvent
 	Aborted  bool
+	// Families lists the catalog changes of the commit (CreateFamily, DropFamily).
+	Families []FamilyChange
 }
 
 // LoggedWrite is a write of a committed Entry; Version is its own sequence, the
 // key's version from then on.
+//
+// Generation is the family's generation written (1 unless re-created). For a
+// positioned write, Value is the encoding's value and AtCommit the commit's position.
 type LoggedWrite struct {
-	Family  string
-	Key     []byte
-	Value   []byte
-	Delete  bool
-	Version uint64
+	Family     string
+	Key        []byte
+	Value      []byte
+	Delete     bool
+	Version    uint64
+	Generation uint64
+	AtCommit   uint64
 }
 
 // LoggedEvent is an event of a committed Entry; Sequence is its own stream sequence,
@@ -137,49 +143,12 @@ func (s *Subscription) run(ctx context.Context, it natsjs.MessagesContext, handl
 		if seq <= last {
 			return fmt.Errorf("rockline/jetstream: subscription: sequence %d repeats or goes back (last %d)", seq, last)
 		}
-		h := m.Headers()
-		subject := m.Subject()
-		kind, a, b, ok := p.subj.parse(subject)
-		if !ok {
-			return fmt.Errorf("rockline/jetstream: subscription: sequence %d: subject %q is not the engine's", seq, subject)
-		}
-		id := h.Get(hdrBID)
-		if kind == tokCommit && id == "" && h.Get(hdrAbort) != "" && batch == "" {
-			e = Entry{Position: seq, Time: md.Timestamp, Aborted: true}
-		} else {
-			switch {
-			case id == "":
-				return fmt.Errorf("rockline/jetstream: subscription: sequence %d (%s) belongs to no commit", seq, subject)
-			case batch == "":
-				batch = id
-			case id != batch:
-				return fmt.Errorf("rockline/jetstream: subscription: sequence %d of batch %s inside batch %s, whose commit marker is missing", seq, id, batch)
-			}
-			switch kind {
-			case tokKey:
-				e.Writes = append(e.Writes, LoggedWrite{Family: string(a), Key: b, Value: m.Data(), Delete: h.Get(hdrOp) == opDelete, Version: seq})
-				if h.Get(hdrOp) == opDelete {
-					e.Writes[len(e.Writes)-1].Value = nil
-				}
-			case tokEvent:
-				typ, meta, data, ok := decodeEvent(m.Data())
-				if !ok {
-					return fmt.Errorf("rockline/jetstream: subscription: sequence %d: %w: event does not decode", seq, pipeline.ErrCorrupt)
-				}
-				rev, _ := strconv.ParseUint(h.Get(hdrRev), 10, 64)
-				ev := LoggedEvent{Stream: string(a), Revision: rev, Sequence: seq}
-				ev.Type, ev.Metadata, ev.Data = typ, meta, data
-				ev.ID = strings.TrimPrefix(h.Get(hdrMsgID), msgIDEvt)
-				e.Events = append(e.Events, ev)
-			case tokMarker:
-			case tokCommit:
-				e.Position, e.Time = seq, md.Timestamp
-			default:
-				return fmt.Errorf("rockline/jetstream: subscription: sequence %d: unexpected subject %q", seq, subject)
-			}
+		var done bool
+		if e, batch, done, err = p.appendMsg(e, batch, seq, md.Timestamp, m.Subject(), m.Headers(), m.Data()); err != nil {
+			return fmt.Errorf("rockline/jetstream: subscription: %w", err)
 		}
 		last = seq
-		if e.Position == 0 {
+		if !done {
 			continue
 		}
 		if err := handler(e); err != nil {
@@ -188,6 +157,60 @@ func (s *Subscription) run(ctx context.Context, it natsjs.MessagesContext, handl
 		s.pos.Store(e.Position)
 		e, batch = Entry{}, ""
 	}
+}
+
+// appendMsg adds the stored message (seq, ts, subject, h, data) to the commit entry e
+// being assembled from the batch ID batch ("" before its first message), and reports
+// whether e is complete (the message was its commit marker, or an abort marker).
+func (p *Partition) appendMsg(e Entry, batch string, seq uint64, ts time.Time, subject string, h nats.Header, data []byte) (Entry, string, bool, error) {
+	kind, a, b, gen, ok := p.subj.parseGen(subject)
+	if !ok {
+		return e, batch, false, fmt.Errorf("sequence %d: subject %q is not the engine's", seq, subject)
+	}
+	id := h.Get(hdrBID)
+	if kind == tokCommit && id == "" && h.Get(hdrAbort) != "" && batch == "" {
+		return Entry{Position: seq, Time: ts, Aborted: true}, batch, true, nil
+	}
+	switch {
+	case id == "":
+		return e, batch, false, fmt.Errorf("sequence %d (%s) belongs to no commit", seq, subject)
+	case batch == "":
+		batch = id
+	case id != batch:
+		return e, batch, false, fmt.Errorf("sequence %d of batch %s inside batch %s, whose commit marker is missing", seq, id, batch)
+	}
+	switch kind {
+	case tokKey:
+		w := LoggedWrite{Family: string(a), Key: b, Delete: h.Get(hdrOp) == opDelete, Version: seq, Generation: gen}
+		if !w.Delete {
+			var err error
+			if w.Value, w.AtCommit, err = p.value(subject, seq, h, data); err != nil {
+				return e, batch, false, err
+			}
+		}
+		e.Writes = append(e.Writes, w)
+	case tokEvent:
+		ev, err := loggedEvent(string(a), seq, h, data)
+		if err != nil {
+			return e, batch, false, err
+		}
+		e.Events = append(e.Events, ev)
+	case tokFamily:
+		r, err := decodeFamilyRecord(string(a), data)
+		if err != nil {
+			return e, batch, false, err
+		}
+		if gen == 0 { // one change per family: its copy 0
+			e.Families = append(e.Families, FamilyChange{Family: string(a), Generation: r.Generation, Dropped: r.Dropped})
+		}
+	case tokMarker:
+	case tokCommit:
+		e.Position, e.Time = seq, ts
+		return e, batch, true, nil
+	default:
+		return e, batch, false, fmt.Errorf("sequence %d: unexpected subject %q", seq, subject)
+	}
+	return e, batch, false, nil
 }
 
 // Position returns the position of the last entry the handler returned from (after,

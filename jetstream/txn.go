@@ -3,7 +3,11 @@ package jetstream
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"math/rand/v2"
+
+	"github.com/nats-io/nats.go"
 
 	"github.com/rockline/rockline/eventstore"
 	"github.com/rockline/rockline/pipeline"
@@ -22,17 +26,27 @@ import (
 //   - streams holds, per stream appended to, the version and revision as of at and
 //     the revisions assigned so far, so several appends to one stream in one Txn
 //     continue each other.
+//   - fams holds, per family read or written, its catalog state as of at (one copy
+//     of the record, shard); each becomes a FamilyCheck at Commit, so a drop or
+//     re-creation after at fails the commit (families.go). Keys are read and written
+//     in the generation current at at.
 type Txn struct {
-	p       *Partition
-	at      uint64
-	reads   map[string]Read  // by key subject
-	writes  map[string]Write // by key subject: the last write of each key
-	order   []string         // key subjects in first-write order
-	streams map[string]*txnStream
-	events  []Event
-	already uint64 // the position of appends found already made (see Append)
-	done    bool
+	p          *Partition
+	at         uint64
+	reads      map[string]Read  // by family and key (txnKey)
+	writes     map[string]Write // by family and key: the last write of each key
+	order      []string         // txnKeys in first-write order
+	positioned []Write          // PutAtCommit writes, in order
+	fams       map[string]*FamilyState
+	shard      int
+	streams    map[string]*txnStream
+	events     []Event
+	already    uint64 // the position of appends found already made (see Append)
+	done       bool
 }
+
+// txnKey identifies a key within a Txn, whatever its family's generation.
+func txnKey(family string, key []byte) string { return family + "\x00" + string(key) }
 
 type txnStream struct {
 	version uint64 // the stream's version as of at (0: no events)
@@ -48,7 +62,8 @@ func (p *Partition) Begin(ctx context.Context) (*Txn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Txn{p: p, at: at, reads: map[string]Read{}, writes: map[string]Write{}, streams: map[string]*txnStream{}}, nil
+	return &Txn{p: p, at: at, reads: map[string]Read{}, writes: map[string]Write{}, streams: map[string]*txnStream{},
+		fams: map[string]*FamilyState{}, shard: rand.IntN(FamilyShards)}, nil
 }
 
 // Position returns the position the transaction reads at.
@@ -60,16 +75,114 @@ func (t *Txn) Get(ctx context.Context, family string, key []byte) ([]byte, bool,
 	if t.done {
 		return nil, false, ErrTxnDone
 	}
-	subject := t.p.subj.key(family, key)
-	if w, ok := t.writes[subject]; ok {
+	k := txnKey(family, key)
+	if w, ok := t.writes[k]; ok {
 		return bytes.Clone(w.Value), !w.Delete, nil
 	}
-	it, found, err := t.p.Get(ctx, family, key, t.at)
+	it, found, err := t.read(ctx, family, key)
 	if err != nil {
 		return nil, false, err
 	}
-	t.reads[subject] = Read{Family: family, Key: bytes.Clone(key), Version: it.Version}
+	t.reads[k] = Read{Family: family, Key: bytes.Clone(key), Version: it.Version, Generation: it.Generation}
 	return it.Value, found, nil
+}
+
+// read reads key of family at the transaction's position, in the family's generation
+// there. The first read of a family also reads its catalog record in the same request
+// (guessing the generation from the last one the partition saw), so resolving the
+// generation costs no round trip unless it changed. A dropped family fails with a
+// *pipeline.DroppedError.
+func (t *Txn) read(ctx context.Context, family string, key []byte) (Item, bool, error) {
+	p := t.p
+	fs, known := t.fams[family]
+	if known {
+		if fs.Dropped {
+			return Item{}, false, &pipeline.DroppedError{Family: family}
+		}
+		return p.GetGen(ctx, family, fs.Generation, key, t.at)
+	}
+	guess := p.genHint(family)
+	if n := p.subj.keyGenLen(family, guess, key); n > MaxSubjectLen {
+		return Item{}, false, &LimitError{Op: "Txn.Get", Field: "key", Limit: "encoded subject length", Got: n, Max: MaxSubjectLen}
+	}
+	st := FamilyState{Family: family, Generation: 1, Shard: t.shard}
+	it := Item{Family: family, Key: key, Generation: guess}
+	if t.at == 0 {
+		t.fams[family] = &st
+		it.Generation = 1
+		return it, false, nil
+	}
+	catalog, subject := p.subj.catalog(family, t.shard), p.subj.keyGen(family, guess, key)
+	msgs, err := p.snapshot(ctx, "Txn.Get", []string{catalog, subject}, t.at)
+	if err != nil {
+		return Item{}, false, err
+	}
+	var km *nats.Msg
+	for _, m := range msgs {
+		if m.Subject == catalog {
+			if err := st.apply([]*nats.Msg{m}); err != nil {
+				return Item{}, false, err
+			}
+		} else {
+			km = m
+		}
+	}
+	t.fams[family] = &st
+	p.setGenHint(family, st.Generation)
+	switch {
+	case st.Dropped:
+		return Item{}, false, &pipeline.DroppedError{Family: family}
+	case st.Generation != guess:
+		return p.GetGen(ctx, family, st.Generation, key, t.at)
+	case km == nil:
+		return it, false, nil
+	}
+	it.Version = msgSeq(km)
+	if km.Header.Get(hdrOp) == opDelete {
+		return it, false, nil
+	}
+	it.Value, it.AtCommit, err = p.value(km.Subject, it.Version, km.Header, km.Data)
+	return it, err == nil, err
+}
+
+// family returns the family's state at the transaction's position, reading its
+// catalog record if the transaction has not yet.
+func (t *Txn) family(ctx context.Context, family string) (*FamilyState, error) {
+	if fs, ok := t.fams[family]; ok {
+		return fs, nil
+	}
+	st := FamilyState{Family: family, Generation: 1, Shard: t.shard}
+	if t.at > 0 {
+		msgs, err := t.p.snapshot(ctx, "Txn", []string{t.p.subj.catalog(family, t.shard)}, t.at)
+		if err != nil {
+			return nil, err
+		}
+		if err := st.apply(msgs); err != nil {
+			return nil, err
+		}
+	}
+	t.fams[family] = &st
+	t.p.setGenHint(family, st.Generation)
+	return &st, nil
+}
+
+// PutAtCommit buffers a positioned write (Write.AtCommit) of key in family: its value
+// is Config.PositionedValues[encoding] of payload and the commit's position, on every
+// read (positioned.go). As pipeline.Txn.PutAtCommit, it is not checked for conflicts
+// and the transaction's own reads do not see it; the key must not also be written by
+// Put or Delete in the transaction (Commit refuses it).
+func (t *Txn) PutAtCommit(family string, key, payload []byte, encoding string) error {
+	if t.done {
+		return ErrTxnDone
+	}
+	if len(key) == 0 {
+		return &ArgumentError{Op: "Txn.PutAtCommit", Arg: "key", Reason: "must not be empty"}
+	}
+	if t.p.cfg.PositionedValues[encoding] == nil {
+		return &ArgumentError{Op: "Txn.PutAtCommit", Arg: "encoding", Reason: fmt.Sprintf("%q is not in Config.PositionedValues", encoding)}
+	}
+	t.positioned = append(t.positioned, Write{Family: family, Key: bytes.Clone(key), Value: bytes.Clone(payload), Blind: true, AtCommit: encoding})
+	return nil
 }
 
 // Put buffers a write of key in family.
@@ -89,11 +202,11 @@ func (t *Txn) write(w Write) error {
 	if len(w.Key) == 0 {
 		return &ArgumentError{Op: "Txn.Put", Arg: "key", Reason: "must not be empty"}
 	}
-	subject := t.p.subj.key(w.Family, w.Key)
-	if _, seen := t.writes[subject]; !seen {
-		t.order = append(t.order, subject)
+	k := txnKey(w.Family, w.Key)
+	if _, seen := t.writes[k]; !seen {
+		t.order = append(t.order, k)
 	}
-	t.writes[subject] = w
+	t.writes[k] = w
 	return nil
 }
 
@@ -217,32 +330,59 @@ func (t *Txn) Commit(ctx context.Context) (uint64, error) {
 		return 0, ErrTxnDone
 	}
 	t.done = true
-	if len(t.writes) == 0 && len(t.events) == 0 {
+	if len(t.writes) == 0 && len(t.events) == 0 && len(t.positioned) == 0 {
 		return t.already, nil // nothing to send; appends found already made report theirs
 	}
 	c := &Commit{Events: t.events}
-	for _, subject := range t.order {
-		w := t.writes[subject]
-		r, read := t.reads[subject]
+	for _, k := range t.order {
+		w := t.writes[k]
+		r, read := t.reads[k]
 		if !read {
-			it, _, err := t.p.Get(ctx, w.Family, w.Key, t.at)
+			it, _, err := t.read(ctx, w.Family, w.Key)
 			if err != nil {
 				return 0, fmt.Errorf("rockline/jetstream: Commit: the version of a written key: %w", err)
 			}
-			r.Version = it.Version
+			r.Version, r.Generation = it.Version, it.Generation
 		}
-		w.Version = r.Version
+		w.Version, w.Generation = r.Version, r.Generation
 		c.Writes = append(c.Writes, w)
 	}
-	for subject, r := range t.reads {
-		if _, written := t.writes[subject]; !written {
+	positioned := map[string]bool{}
+	for _, w := range t.positioned {
+		fs, err := t.family(ctx, w.Family)
+		if err != nil {
+			return 0, err
+		}
+		if fs.Dropped {
+			return 0, &pipeline.DroppedError{Family: w.Family}
+		}
+		w.Generation = fs.Generation
+		k := txnKey(w.Family, w.Key)
+		if r, read := t.reads[k]; read {
+			// A key read and then positioned: the write carries the read's check.
+			w.Blind, w.Version = false, r.Version
+			positioned[k] = true
+		}
+		c.Writes = append(c.Writes, w)
+	}
+	for k, r := range t.reads {
+		if _, written := t.writes[k]; !written && !positioned[k] {
 			c.Reads = append(c.Reads, r)
 		}
+	}
+	for _, fs := range t.fams {
+		c.Families = append(c.Families, fs.Check())
 	}
 	for stream, s := range t.streams {
 		c.Streams = append(c.Streams, StreamCheck{Stream: stream, Version: s.version})
 	}
-	return t.p.Commit(ctx, c)
+	pos, err := t.p.Commit(ctx, c)
+	var ce *ConflictError
+	if errors.As(err, &ce) && ce.Kind == "family" {
+		// The family was dropped (and perhaps created again) after the position.
+		return 0, &pipeline.DroppedError{Family: ce.Family}
+	}
+	return pos, err
 }
 
 // Discard ends the transaction without committing.

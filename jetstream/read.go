@@ -149,18 +149,28 @@ func (p *Partition) snapshot(ctx context.Context, op string, filters []string, a
 		if fence == at {
 			return out, nil
 		}
-		if attempt == 0 {
-			// Waiting only helps a replica that is behind: ask the leader whether at
-			// is a commit position at all.
-			if err := p.checkPosition(rctx, op, at); err != nil {
-				return nil, err
-			}
-		}
-		p.stats.fenceWaits.Add(1)
-		if err := backoff(rctx, attempt); err != nil {
-			return nil, fmt.Errorf("%w: %s at %d: the replica answering has applied up to %d (%w)", ErrPositionUnavailable, op, at, fence, err)
+		if err := p.awaitFence(rctx, op, at, fence, attempt); err != nil {
+			return nil, err
 		}
 	}
+}
+
+// awaitFence is what a snapshot read does when the replica that answered has not
+// applied position at (its last commit marker is fence): on the first attempt it asks
+// the leader whether at is a commit position at all (waiting only helps a replica
+// that is behind), then backs off before the caller retries; past the deadline it
+// fails with ErrPositionUnavailable.
+func (p *Partition) awaitFence(ctx context.Context, op string, at, fence uint64, attempt int) error {
+	if attempt == 0 {
+		if err := p.checkPosition(ctx, op, at); err != nil {
+			return err
+		}
+	}
+	p.stats.fenceWaits.Add(1)
+	if err := backoff(ctx, attempt); err != nil {
+		return fmt.Errorf("%w: %s at %d: the replica answering has applied up to %d (%w)", ErrPositionUnavailable, op, at, fence, err)
+	}
+	return nil
 }
 
 type multiGetRequest struct {

@@ -429,14 +429,8 @@ func (p *Partition) snapshotAll(ctx context.Context, op string, subjects []strin
 		if fence == at {
 			return out, nil
 		}
-		if attempt == 0 {
-			if err := p.checkPosition(rctx, op, at); err != nil {
-				return nil, err
-			}
-		}
-		p.stats.fenceWaits.Add(1)
-		if err := backoff(rctx, attempt); err != nil {
-			return nil, fmt.Errorf("%w: %s at %d: the replica answering has applied up to %d (%w)", ErrPositionUnavailable, op, at, fence, err)
+		if err := p.awaitFence(rctx, op, at, fence, attempt); err != nil {
+			return nil, err
 		}
 	}
 }

@@ -101,7 +101,7 @@ func runRestartScenario(t *testing.T, rig faultRig, stream string) {
 	fig := l.verify(t, checker, f)
 	t.Logf("%s of the stream leader %s under load (%d writers on %v): %d acknowledged, %d abort markers, %d of unknown outcome (%d landed); errors: %s",
 		rig.how, leader, len(writers), survivors, fig.acked, fig.aborted, fig.unknown, fig.unknownLanded, l.errorSummary())
-	t.Logf("figures: stop took %v; new leader after %v; first ack after the fault %v; longest pause without any ack %v; longest commit %v; restarted node accepting clients after %v, current after %v",
+	t.Logf("figures: stop took %v; new leader after %v; first ack of a commit started after the fault %v; longest pause without any ack %v; longest commit %v; restarted node accepting clients after %v, current after %v",
 		faultTook.Round(time.Millisecond), toLeader.Round(time.Millisecond), resumed.Round(time.Millisecond), longestGap.Round(time.Millisecond),
 		longestCommit.Round(time.Millisecond), ready.Round(time.Millisecond), current.Round(time.Millisecond))
 }

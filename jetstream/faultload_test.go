@@ -235,8 +235,8 @@ func (l *faultLoad) pauses() (longestCommit, longestGap time.Duration) {
 	return longestCommit, longestGap
 }
 
-// firstAckAfter returns how long after t the first commit started after t was
-// acknowledged (0 if none was).
+// firstAckAfter returns how long after t the first commit that started after t was
+// acknowledged (0 if none was): commits in flight at t do not count.
 func (l *faultLoad) firstAckAfter(t time.Time, writers ...string) time.Duration {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -246,7 +246,7 @@ func (l *faultLoad) firstAckAfter(t time.Time, writers ...string) time.Duration 
 	}
 	var first time.Time
 	for _, o := range l.outcomes {
-		if o.err == nil && (len(want) == 0 || want[o.writer]) && o.end.After(t) && (first.IsZero() || o.end.Before(first)) {
+		if o.err == nil && (len(want) == 0 || want[o.writer]) && o.start.After(t) && (first.IsZero() || o.end.Before(first)) {
 			first = o.end
 		}
 	}
@@ -425,7 +425,13 @@ func (l *faultLoad) verify(t *testing.T, p *jetstream.Partition, f *follower) fa
 		case !ok && unknown[id]:
 			fig.unknownLanded++
 		case !ok:
-			t.Errorf("entry %s at %d was neither acknowledged nor of unknown outcome", id, e.Position)
+			var what []string
+			for _, o := range outcomes {
+				if o.id == id {
+					what = append(what, fmt.Sprintf("pos %d err %v, %v..%v", o.pos, o.err, o.start.Format("15:04:05.000"), o.end.Format("15:04:05.000")))
+				}
+			}
+			t.Errorf("entry %s at %d (stored %v) was neither acknowledged nor of unknown outcome: %v", id, e.Position, e.Time.Format("15:04:05.000"), what)
 		}
 	}
 	for pos, o := range acked {

@@ -12,6 +12,11 @@
 //		os.Exit(code)
 //	}
 //
+// A test may Shutdown a node of the cluster and Restart it with its storage and
+// client port. For a crash or a network partition, StartProcs (proc.go) runs the
+// nodes as child processes of the re-executed test binary, optionally each in its own
+// network namespace; the package's TestMain must then call RunNodeIfChild first.
+//
 // Goroutines: Shutdown waits for every node (WaitForShutdown), after which, with
 // nats-server v2.15.3, no goroutine of the servers is left: goleak.Find passes in the
 // jetstream package's TestMain with IgnoreGoroutines, which is empty today and is where

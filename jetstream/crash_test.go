@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -99,6 +100,9 @@ func runRestartScenario(t *testing.T, rig faultRig, stream string) {
 
 	longestCommit, longestGap := l.pauses()
 	fig := l.verify(t, checker, f)
+	for _, m := range fig.refusedStored {
+		t.Errorf("no stale leader here, yet: %s", m)
+	}
 	t.Logf("%s of the stream leader %s under load (%d writers on %v): %d acknowledged, %d abort markers, %d of unknown outcome (%d landed); errors: %s",
 		rig.how, leader, len(writers), survivors, fig.acked, fig.aborted, fig.unknown, fig.unknownLanded, l.errorSummary())
 	t.Logf("figures: stop took %v; new leader after %v; first ack of a commit started after the fault %v; longest pause without any ack %v; longest commit %v; restarted node accepting clients after %v, current after %v",
@@ -136,6 +140,14 @@ func TestLeaderShutdownUnderLoad(t *testing.T) {
 func procCluster(t *testing.T, o jstest.ProcOptions) *jstest.ProcCluster {
 	t.Helper()
 	start := time.Now()
+	if d := os.Getenv("ROCKLINE_JSTEST_KEEP"); d != "" && o.Dir == "" {
+		// Keep the nodes' storage and logs for a post-mortem.
+		dir, err := os.MkdirTemp(d, t.Name()+"-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		o.Dir = dir
+	}
 	c, err := jstest.StartProcs(o)
 	if errors.Is(err, jstest.ErrNetnsUnavailable) {
 		t.Skipf("skipped: %v (this test needs Linux, root and the ip command for network namespaces)", err)

@@ -360,6 +360,8 @@ func (l *faultLoad) verify(t *testing.T, p *jetstream.Partition, f *follower) fa
 		if time.Now().After(deadline) {
 			t.Fatalf("final position: %v", err)
 		}
+		tm := time.NewTimer(50 * time.Millisecond) // between leaders: ask again shortly
+		<-tm.C
 	}
 	l.mu.Lock()
 	outcomes := append([]outcome(nil), l.outcomes...)

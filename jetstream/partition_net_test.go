@@ -70,7 +70,7 @@ func TestLeaderNetworkPartition(t *testing.T) {
 	cutAt := time.Now()
 	toLeader := pollInfo(t, watch, stream, "a leader on the majority side", 60*time.Second, leaderIs(func(n string) bool { return n != leader })) + cutAt.Sub(cutStart)
 	l.waitAcks("on the majority side", phaseAcks(), 60*time.Second, writers...)
-	resumed := l.firstAckAfter(cutStart, writers...)
+	resumed := l.firstAckAfter(cutAt, writers...)
 	// Let the minority writer see its commits fail: at least 2 that started after
 	// the cut.
 	minorityFailed := func() int {

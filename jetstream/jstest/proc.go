@@ -1,7 +1,6 @@
 package jstest
 
 import (
-	"bufio"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -100,7 +99,7 @@ func runNode(v string) error {
 	signal.Notify(stop, syscall.SIGTERM, syscall.SIGINT)
 	orphaned := make(chan struct{})
 	go func() {
-		_, _ = io.Copy(io.Discard, bufio.NewReader(os.Stdin))
+		_, _ = io.Copy(io.Discard, os.Stdin)
 		close(orphaned)
 	}()
 	select {

@@ -119,8 +119,10 @@ nats-server:
 
 # test-jetstream runs the JetStream engine's module (its own go.mod) with -race,
 # against the embedded 3-node cluster its TestMain starts on 127.0.0.1: its own tests
-# and the core's conformance suite (test/conformance) through its adapter. `make test`
-# runs it last.
+# and the core's conformance suite (test/conformance) through its adapter; its
+# failover tests (about 40 s) stop, SIGKILL and, as root, cut off the stream leader
+# under load (child-process nodes, network namespaces); ROCKLINE_FAILOVER_LONG=1
+# makes each phase 10x longer. `make test` runs it last.
 test-jetstream: deps
 	cd jetstream && $(GO) vet ./... && $(GO) test -race -timeout 15m ./...
 

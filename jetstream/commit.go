@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"time"
 	"unicode/utf8"
 
 	"github.com/nats-io/nats.go"
@@ -118,7 +119,9 @@ func (c check) conflict(actual uint64, err error) *ConflictError {
 // (nothing is sent); *DuplicateEventError when some of its event IDs are already
 // stored but in another commit; ErrTimeout when a publish timed out, the engine
 // proved it was not written, and ctx ended (or InFlightRetries ran out) before a new
-// batch could be sent; ErrOutcomeUnknown when it could not prove either way; ErrClosed.
+// batch could be sent, or when the stream had no leader to answer for PublishTimeout
+// (nothing was written); ErrOutcomeUnknown when it could not prove either way;
+// ErrClosed.
 //
 // When every event ID of c is already stored in one commit (a retry within the dedupe
 // window), Commit returns that commit's position and writes nothing.
@@ -141,18 +144,30 @@ func (p *Partition) Commit(ctx context.Context, c *Commit) (uint64, error) {
 }
 
 func (p *Partition) commit(ctx context.Context, c *Commit, msgs []*nats.Msg, checks []check) (uint64, error) {
+	var leaderless time.Time // the first "no responders" answer of a leaderless spell
+	leaderlessRetries := 0
 	for attempt := 0; ; attempt++ {
 		id := nuid.Next()
 		ack, aerr, err := p.publishBatch(ctx, id, msgs)
 		switch {
-		case errors.Is(err, nats.ErrNoResponders) && attempt < p.cfg.InFlightRetries && ctx.Err() == nil:
+		case errors.Is(err, nats.ErrNoResponders):
 			// The commit message reached no subscriber (the stream is between
-			// leaders), so nothing of the batch can land: a new batch is safe.
-			p.stats.retried.Add(1)
-			if err := backoff(ctx, attempt); err != nil {
-				return 0, fmt.Errorf("rockline/jetstream: Commit: %w", err)
+			// leaders, which takes seconds after a crash or a partition), so
+			// nothing of the batch can land: a new batch is safe. Wait for a
+			// leader up to PublishTimeout, as a publish would, not a number of
+			// attempts; then it is a timeout proved harmless.
+			if leaderless.IsZero() {
+				leaderless = time.Now()
 			}
-			continue
+			if ctx.Err() == nil && time.Since(leaderless) < p.cfg.PublishTimeout {
+				p.stats.retried.Add(1)
+				if backoff(ctx, leaderlessRetries) == nil {
+					leaderlessRetries++
+					attempt-- // bounded by time, not by InFlightRetries
+					continue
+				}
+			}
+			return 0, fmt.Errorf("%w: no stream leader answered for %v: %w", ErrTimeout, time.Since(leaderless).Round(time.Millisecond), err)
 		case err != nil && isTimeout(err):
 			p.stats.timeouts.Add(1)
 			pos, rerr := p.resolve(ctx, id, err)

@@ -124,4 +124,19 @@
 //   - Every key is a subject, and JetStream keeps per-subject state in memory; key
 //     history is never compacted (Truncate keeps it).
 //   - R1 file streams commit far slower than R3 (see Config.Replicas).
+//   - A refusal is trusted as the leader's, but only acks need a quorum. A leader cut
+//     off from the others keeps leading in its old term until it sees a higher one
+//     or has lacked a quorum for 10 s (nats-server's lostQuorumInterval); meanwhile
+//     it refuses at once, with 10164, batches on subjects it still marks in flight.
+//     Once the partition heals, a publish reaches it and the new leader alike, and
+//     its refusal can come first while the new leader stores the batch: Commit then
+//     reports a *ConflictError for a commit that is written (TestLeaderNetworkPartition
+//     sees it in some runs and logs it as a known defect). Until a refused batch is
+//     fenced (an abort marker with its commit marker's ID, as for timeouts) before it
+//     is reported or sent again, a conflict right after a partition may be a written
+//     commit: re-read before retrying; event IDs make the retry of such a commit
+//     idempotent within the dedupe window.
+//   - Through a cut-off leader, commits fail as ErrOutcomeUnknown (a timeout that
+//     cannot be resolved) and then, as their subject stays marked in flight, as
+//     *ConflictError after InFlightRetries re-sends, with Expected equal to Actual.
 package jetstream

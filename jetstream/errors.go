@@ -27,7 +27,8 @@ var (
 	ErrLimit = errors.New("rockline/jetstream: limit exceeded")
 	// ErrTimeout: a commit's publish timed out and the engine then proved, by landing an
 	// abort marker with the commit's message ID, that the commit was not written and
-	// never will be. Retrying is safe.
+	// never will be; or the stream had no leader to take the commit ("no responders")
+	// for Config.PublishTimeout, so nothing of it was stored. Retrying is safe.
 	ErrTimeout = errors.New("rockline/jetstream: commit timed out and was not written")
 	// ErrOutcomeUnknown: a commit's publish timed out and its outcome could not be
 	// resolved before Config.ResolveTimeout (the cluster had no reachable leader). The

@@ -17,8 +17,10 @@ import (
 var cluster *jstest.Cluster
 
 // TestMain starts one embedded 3-node cluster for the package, and after the tests
-// checks that no goroutine outlives Shutdown (beyond what jstest lists).
+// checks that no goroutine outlives Shutdown (beyond what jstest lists). Re-executed
+// as a node of a process cluster (jstest.StartProcs), the binary runs that node only.
 func TestMain(m *testing.M) {
+	jstest.RunNodeIfChild()
 	start := time.Now()
 	c, err := jstest.Start(jstest.Options{})
 	if err != nil {

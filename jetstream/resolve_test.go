@@ -3,7 +3,10 @@ package jetstream_test
 import (
 	"errors"
 	"testing"
+	"time"
 
+	"github.com/nats-io/nats.go"
+	natsjs "github.com/nats-io/nats.go/jetstream"
 	"github.com/rockline/rockline/jetstream"
 )
 
@@ -46,5 +49,57 @@ func TestTimeoutResolution(t *testing.T) {
 	if len(es) != 3 || es[0].Position != landed || es[0].Aborted || !es[1].Aborted || es[1].Position != abort ||
 		len(es[1].Writes) != 0 || es[2].Position != next {
 		t.Fatalf("log: %+v", es)
+	}
+}
+
+// A commit that finds no stream leader ("no responders": between leaders, or here the
+// stream deleted under the partition) waits for one up to PublishTimeout, then fails
+// with ErrTimeout, as nothing of it was stored; it succeeds if a leader appears in
+// time.
+func TestCommitWithoutLeader(t *testing.T) {
+	ctx := ctxT(t)
+	_, cfg := open(t, 3)
+	cfg.PublishTimeout = 300 * time.Millisecond
+	nc := connect(t, 1)
+	p := openOn(t, nc, cfg)
+	long := cfg
+	long.PublishTimeout = 20 * time.Second
+	p2 := openOn(t, nc, long) // opened now: Open would create the stream again
+	js, err := natsjs.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := js.DeleteStream(ctx, cfg.Stream); err != nil {
+		t.Fatal(err)
+	}
+	c := &jetstream.Commit{Writes: []jetstream.Write{{Family: "f", Key: []byte("k"), Value: []byte("v"), Blind: true}}}
+	start := time.Now()
+	_, err = p.Commit(ctx, c)
+	took := time.Since(start)
+	if !errors.Is(err, jetstream.ErrTimeout) || !errors.Is(err, nats.ErrNoResponders) {
+		t.Fatalf("commit without a stream: %v, want ErrTimeout wrapping no responders", err)
+	}
+	if took < cfg.PublishTimeout {
+		t.Fatalf("gave up after %v, before PublishTimeout %v", took, cfg.PublishTimeout)
+	}
+	// A leader that appears within PublishTimeout takes the commit.
+	done := make(chan error, 1)
+	before := p2.Stats().Retried
+	go func() {
+		_, err := p2.Commit(ctx, c)
+		done <- err
+	}()
+	for p2.Stats().Retried == before {
+		select {
+		case err := <-done:
+			t.Fatalf("commit ended before meeting the missing stream: %v", err)
+		case <-ctx.Done():
+			t.Fatal("no retry seen")
+		case <-time.After(time.Millisecond):
+		}
+	}
+	openOn(t, connect(t, 0), cfg) // creates the stream again
+	if err := <-done; err != nil {
+		t.Fatalf("commit once the stream is back: %v", err)
 	}
 }

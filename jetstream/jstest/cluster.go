@@ -12,6 +12,11 @@
 //		os.Exit(code)
 //	}
 //
+// A test may Shutdown a node of the cluster and Restart it with its storage and
+// client port. For a crash or a network partition, StartProcs (proc.go) runs the
+// nodes as child processes of the re-executed test binary, optionally each in its own
+// network namespace; the package's TestMain must then call RunNodeIfChild first.
+//
 // Goroutines: Shutdown waits for every node (WaitForShutdown), after which, with
 // nats-server v2.15.3, no goroutine of the servers is left: goleak.Find passes in the
 // jetstream package's TestMain with IgnoreGoroutines, which is empty today and is where
@@ -50,8 +55,9 @@ type Options struct {
 // Cluster is a running embedded cluster.
 type Cluster struct {
 	// Servers are the nodes, node 1 first; a test may stop one (Shutdown) to see a
-	// failover, after which the cluster has one node fewer.
+	// failover, after which the cluster has one node fewer until Restart.
 	Servers []*server.Server
+	opts    []server.Options // each node's options, its client port fixed once known
 	dir     string
 	ownDir  bool
 }
@@ -103,6 +109,7 @@ func Start(o Options) (*Cluster, error) {
 			opts.Cluster = server.ClusterOpts{Name: o.ClusterName, Host: "127.0.0.1", Port: ports[i]}
 			opts.Routes = routes
 		}
+		c.opts = append(c.opts, *opts)
 		s, err := server.NewServer(opts)
 		if err != nil {
 			return nil, c.fail(fmt.Errorf("jstest: node %d: %w", i+1, err))
@@ -115,6 +122,8 @@ func Start(o Options) (*Cluster, error) {
 		if !s.ReadyForConnections(time.Until(deadline)) {
 			return nil, c.fail(fmt.Errorf("jstest: node %d not accepting clients after %v", i+1, o.ReadyTimeout))
 		}
+		// A restarted node listens where clients knew it.
+		c.opts[i].Port = s.Addr().(*net.TCPAddr).Port
 	}
 	if err := c.waitMetaLeader(deadline); err != nil {
 		return nil, c.fail(err)
@@ -171,6 +180,32 @@ func freePorts(n int) ([]int, error) {
 		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
 	}
 	return ports, nil
+}
+
+// Restart starts node i (0-based) again after a test stopped it with Shutdown, with
+// its options, storage and client port, and returns once it accepts clients (within
+// timeout). It does not wait for the node to catch up with the cluster: that is for
+// the test to watch.
+func (c *Cluster) Restart(i int, timeout time.Duration) error {
+	if i < 0 || i >= len(c.Servers) {
+		return fmt.Errorf("jstest: Restart(%d): the cluster has %d nodes", i, len(c.Servers))
+	}
+	old := c.Servers[i]
+	if old.Running() {
+		return fmt.Errorf("jstest: Restart(%d): node %d is running", i, i+1)
+	}
+	old.WaitForShutdown()
+	opts := c.opts[i]
+	s, err := server.NewServer(&opts)
+	if err != nil {
+		return fmt.Errorf("jstest: restarting node %d: %w", i+1, err)
+	}
+	c.Servers[i] = s
+	s.Start()
+	if !s.ReadyForConnections(timeout) {
+		return fmt.Errorf("jstest: restarted node %d not accepting clients after %v", i+1, timeout)
+	}
+	return nil
 }
 
 // URLs returns every node's client URL, node 1 first.

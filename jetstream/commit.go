@@ -185,16 +185,16 @@ func (p *Partition) commit(ctx context.Context, c *Commit, msgs []*nats.Msg, che
 		}
 		switch aerr.ErrCode {
 		case codeWrongLastSeq:
-			return 0, p.nameConflict(ctx, checks, aerr.serverError("Commit"))
+			return p.fenceRefusal(ctx, id, p.nameConflict(ctx, checks, aerr.serverError("Commit")))
 		case codeSubjectInFlight:
 			// The server clears a subject's in-flight mark after it acks, so this
 			// may come from a commit that has already finished: re-read, and send
 			// again only if nothing this commit expects has changed.
 			if cerr := p.recheck(ctx, checks, aerr.serverError("Commit")); cerr != nil {
-				return 0, cerr
+				return p.fenceRefusal(ctx, id, cerr)
 			}
 			if attempt >= p.cfg.InFlightRetries {
-				return 0, checks[0].conflict(checks[0].version, fmt.Errorf("still in flight after %d attempts: %w", attempt+1, aerr.serverError("Commit")))
+				return p.fenceRefusal(ctx, id, checks[0].conflict(checks[0].version, fmt.Errorf("still in flight after %d attempts: %w", attempt+1, aerr.serverError("Commit"))))
 			}
 			p.stats.inFlight.Add(1)
 		case codeDuplicateMsgID:
@@ -455,6 +455,26 @@ func (p *Partition) publishBatch(ctx context.Context, id string, msgs []*nats.Ms
 		return ack.Seq, nil, nil
 	}
 	return 0, nil, errors.New("empty batch")
+}
+
+// fenceRefusal settles a batch the server refused before the refusal is reported as
+// conflict. A refusal needs no quorum: a leader cut off from the others keeps leading
+// its old term for seconds, and after the partition heals it can refuse a batch (in
+// flight, wrong last sequence, as it sees a stale state) that the real leader stores,
+// and answer first. So an abort marker carrying the commit marker's message ID is
+// published, as for a timeout (resolve): answered as a duplicate, the batch landed and
+// its position is returned; stored, the batch can never land and conflict stands. It
+// costs one replicated write, and an Aborted log entry, per conflict.
+func (p *Partition) fenceRefusal(ctx context.Context, id string, conflict error) (uint64, error) {
+	pos, err := p.resolve(ctx, id, conflict)
+	switch {
+	case err == nil:
+		p.stats.staleRefusals.Add(1)
+		return pos, nil
+	case errors.Is(err, ErrTimeout): // fenced out: the refusal was the outcome
+		return 0, conflict
+	}
+	return 0, err
 }
 
 // resolve settles a commit whose publish timed out, by landing an abort marker that

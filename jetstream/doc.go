@@ -65,7 +65,8 @@
 // comes right after another commit's ack, because the server clears its in-flight
 // mark after acking: the engine re-reads, and sends a new batch only if every version
 // it expects is unchanged (up to Config.InFlightRetries times), else reports the
-// conflict. 10201 (a message ID already stored, with no sequence): each event ID is
+// conflict. A conflict is reported only after the refused batch is fenced by an abort
+// marker (see the known limits: a refusal may come from a stale leader). 10201 (a message ID already stored, with no sequence): each event ID is
 // looked up with a probe (a publish carrying the ID and an expectation that always
 // fails: the server checks IDs first and answers a duplicate with the original's
 // sequence, and stores nothing otherwise); when all belong to one commit, that
@@ -124,18 +125,15 @@
 //   - Every key is a subject, and JetStream keeps per-subject state in memory; key
 //     history is never compacted (Truncate keeps it).
 //   - R1 file streams commit far slower than R3 (see Config.Replicas).
-//   - A refusal is trusted as the leader's, but only acks need a quorum. A leader cut
-//     off from the others keeps leading in its old term until it sees a higher one
-//     or has lacked a quorum for 10 s (nats-server's lostQuorumInterval); meanwhile
-//     it refuses at once, with 10164, batches on subjects it still marks in flight.
-//     Once the partition heals, a publish reaches it and the new leader alike, and
-//     its refusal can come first while the new leader stores the batch: Commit then
-//     reports a *ConflictError for a commit that is written (TestLeaderNetworkPartition
-//     sees it in some runs and logs it as a known defect). Until a refused batch is
-//     fenced (an abort marker with its commit marker's ID, as for timeouts) before it
-//     is reported or sent again, a conflict right after a partition may be a written
-//     commit: re-read before retrying; event IDs make the retry of such a commit
-//     idempotent within the dedupe window.
+//   - Only acks need a quorum, refusals do not: a leader cut off from the others
+//     keeps leading its old term for up to 10 s (nats-server's lostQuorumInterval)
+//     and, once the partition heals, can refuse a batch the new leader stores, and
+//     answer first. So Commit never reports a refusal (10071, or 10164 with the
+//     expectations changed) as a conflict before fencing the batch with an abort
+//     marker carrying its commit marker's message ID, as for a timeout: a duplicate
+//     answer means the batch landed (its position is returned, Stats.StaleRefusals
+//     counts it); a stored marker means it never will. The price is one replicated
+//     write, and one empty Aborted log entry, per conflict.
 //   - Through a cut-off leader, commits fail as ErrOutcomeUnknown (a timeout that
 //     cannot be resolved) and then, as their subject stays marked in flight, as
 //     *ConflictError after InFlightRetries re-sends, with Expected equal to Actual.

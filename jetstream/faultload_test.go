@@ -319,26 +319,14 @@ func firstSeq(e jetstream.Entry) uint64 {
 // faultFigures is what a failover test reports.
 type faultFigures struct {
 	acked, aborted, unknown, unknownLanded int
-	// refusedStored lists commits reported as conflicts that are in the log anyway,
-	// when the test tolerates them (staleRefusalsKnown).
-	refusedStored []string
 }
 
-// strictFailover (ROCKLINE_FAILOVER_STRICT=1) fails a partition test on the known
-// engine defect below instead of logging it.
-var strictFailover = os.Getenv("ROCKLINE_FAILOVER_STRICT") != ""
-
-// staleRefusalsKnown: a known defect of the engine, seen after a network partition
-// heals. The cut-off leader keeps believing it leads for up to 10 s
-// (lostQuorumInterval in nats-server's raft.go) and keeps its in-flight marks of
-// the batches it could not commit. Once healed, a publish reaches both it and the
-// new leader (every peer subscribes to the stream's subjects); the stale leader
-// refuses at once (10164, subject in flight) while the real one stores the batch,
-// and the refusal can be the first answer. Commit then re-reads (possibly from the
-// stale replica too) and reports a conflict for a commit that is written. Only acks
-// (and duplicate answers) need a quorum; a refusal is authoritative only once the
-// batch is fenced, which the engine does not do yet.
-const staleRefusalsKnown = true
+// A refusal from a stale leader (a leader cut off from the others keeps leading its
+// old term for up to 10 s, lostQuorumInterval in nats-server's raft.go; after the
+// partition heals it can refuse a batch the real leader stores, and answer first) was
+// once reported as a conflict for a written commit. Commit now fences every refusal
+// with an abort marker before reporting it (Partition.fenceRefusal), so verify
+// treats a conflict found in the log as the error it is.
 
 // verify reads the whole log back through a new subscription on p and checks it
 // against the outcomes: every acknowledged commit once at its position with its
@@ -454,12 +442,7 @@ func (l *faultLoad) verify(t *testing.T, p *jetstream.Partition, f *follower) fa
 					refused = errors.Is(o.err, jetstream.ErrConflict)
 				}
 			}
-			msg := fmt.Sprintf("entry %s at %d (stored %v) was neither acknowledged nor of unknown outcome: %v", id, e.Position, e.Time.Format("15:04:05.000"), what)
-			if refused && !strictFailover && staleRefusalsKnown {
-				fig.refusedStored = append(fig.refusedStored, msg)
-			} else {
-				t.Error(msg)
-			}
+			t.Errorf("entry %s at %d (stored %v) was neither acknowledged nor of unknown outcome (refused as a conflict: %v): %v", id, e.Position, e.Time.Format("15:04:05.000"), refused, what)
 		}
 	}
 	for pos, o := range acked {

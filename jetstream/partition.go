@@ -155,7 +155,7 @@ type Partition struct {
 
 	truncated atomic.Uint64 // positions below this are gone (0: none)
 	gens      sync.Map      // family -> uint64: the generation last seen current (families.go)
-	stats     struct{ commits, conflicts, inFlight, retried, duplicates, timeouts, fenceWaits atomic.Uint64 }
+	stats     struct{ commits, conflicts, inFlight, retried, duplicates, timeouts, fenceWaits, staleRefusals atomic.Uint64 }
 
 	closed atomic.Bool
 	mu     sync.Mutex
@@ -248,13 +248,16 @@ type Stats struct {
 	Duplicates uint64 // commits recognised as a retry of a stored one by their event IDs
 	Timeouts   uint64 // publishes that timed out and were resolved by an abort marker
 	FenceWaits uint64 // snapshot reads retried because the replica had not applied the position
+	// StaleRefusals counts refused batches that the abort marker showed had landed
+	// (a refusal from a leader cut off from the others; see Commit).
+	StaleRefusals uint64
 }
 
 // Stats returns the partition's counters.
 func (p *Partition) Stats() Stats {
 	s := &p.stats
 	return Stats{Commits: s.commits.Load(), Conflicts: s.conflicts.Load(), InFlight: s.inFlight.Load(), Retried: s.retried.Load(),
-		Duplicates: s.duplicates.Load(), Timeouts: s.timeouts.Load(), FenceWaits: s.fenceWaits.Load()}
+		Duplicates: s.duplicates.Load(), Timeouts: s.timeouts.Load(), FenceWaits: s.fenceWaits.Load(), StaleRefusals: s.staleRefusals.Load()}
 }
 
 // Close ends every running subscription and waits for their goroutines; later calls

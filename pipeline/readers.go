@@ -76,7 +76,8 @@ func (s *sequencer) Exclusive(fn func() error) error {
 }
 
 // Replay assigns position pos, which must be the next one, to a write that bypasses
-// validation, runs write, and publishes pos. It is for restoring a database from a
+// validation, runs write, and publishes pos (with a sync function, after an fsync),
+// returning once it is published. It is for restoring a database from a
 // log and runs only inside Exclusive, where no commit can be assigned a position. If
 // write fails the sequencer stops, since pos can no longer be filled safely.
 func (s *sequencer) Replay(pos uint64, write func() error) error {
@@ -103,5 +104,8 @@ func (s *sequencer) Replay(pos uint64, write func() error) error {
 		s.Stop(pos, err)
 		return err
 	}
-	return s.Publish(pos, pos)
+	if err := s.Publish(pos, pos); err != nil {
+		return err
+	}
+	return s.Wait(pos) // with a sync function, published once an fsync covers it
 }

@@ -26,7 +26,7 @@ func recvErr(t *testing.T, ch <-chan error, what string) error {
 }
 
 func TestSequencerPublishesInOrder(t *testing.T) {
-	s := newSequencer(10)
+	s := newSequencer(10, nil)
 	first, err := s.Assign(3) // 11, 12, 13
 	if err != nil || first != 11 {
 		t.Fatalf("Assign(3) = %d, %v; want 11, nil", first, err)
@@ -107,7 +107,7 @@ func TestSequencerOutOfOrderStops(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			s := newSequencer(10)
+			s := newSequencer(10, nil)
 			waited := make(chan error, 1)
 			go func() { waited <- s.Wait(11) }()
 			breakOrder := tc.open(t, s)
@@ -139,7 +139,7 @@ func mustAssign(t *testing.T, s *sequencer, n int) uint64 {
 }
 
 func TestSequencerStopWakesWaiters(t *testing.T) {
-	s := newSequencer(0)
+	s := newSequencer(0, nil)
 	mustAssign(t, s, 2)
 	waited := make(chan error, 1)
 	go func() { waited <- s.Wait(2) }()
@@ -165,7 +165,7 @@ func TestSequencerStopWakesWaiters(t *testing.T) {
 }
 
 func TestSequencerOldestReader(t *testing.T) {
-	s := newSequencer(4)
+	s := newSequencer(4, nil)
 	a, _ := s.Acquire()
 	mustAssign(t, s, 1)
 	if err := s.Publish(5, 5); err != nil {
@@ -195,7 +195,7 @@ func TestSequencerOldestReader(t *testing.T) {
 // registered, Acquire refuses while Exclusive runs (so no transaction can take a
 // position a replay hands out again), and Replay refuses outside Exclusive.
 func TestSequencerExclusive(t *testing.T) {
-	s := newSequencer(0)
+	s := newSequencer(0, nil)
 	if err := s.Replay(1, func() error { return nil }); !errors.Is(err, ErrNotExclusive) {
 		t.Fatalf("Replay outside Exclusive = %v; want ErrNotExclusive", err)
 	}
@@ -234,7 +234,7 @@ func TestSequencerExclusive(t *testing.T) {
 // TestSequencerReplayWriteFailureStops: a replayed position whose write failed can be
 // neither published nor filled, so the sequencer stops.
 func TestSequencerReplayWriteFailureStops(t *testing.T) {
-	s := newSequencer(0)
+	s := newSequencer(0, nil)
 	errDisk := errors.New("disk gone")
 	err := s.Exclusive(func() error { return s.Replay(1, func() error { return errDisk }) })
 	if !errors.Is(err, errDisk) || !errors.Is(s.Err(), validators.ErrStopped) || s.Published() != 0 {
@@ -246,7 +246,7 @@ func TestSequencerReplayWriteFailureStops(t *testing.T) {
 // its function sees every assigned position written, and holds the next assignment
 // back until it returns.
 func TestSequencerQuiesce(t *testing.T) {
-	s := newSequencer(0)
+	s := newSequencer(0, nil)
 	mustAssign(t, s, 2) // 1..2, open
 	seen := make(chan uint64, 1)
 	release := make(chan struct{})

@@ -60,10 +60,10 @@ type DB struct {
 	// writeCommit writes a group of commits or fillers (validators.Env.Write): storage's
 	// Write, or WriteUnsynced under Config.Sync, whose fsync the sequencer runs.
 	writeCommit func(*storage.Batch) error
-	val       validators.Validator
-	lanes     *lanes.Lanes[*task]
-	fp        validators.Fingerprinter
-	tracer    trace.Tracer
+	val         validators.Validator
+	lanes       *lanes.Lanes[*task]
+	fp          validators.Fingerprinter
+	tracer      trace.Tracer
 
 	closing   atomic.Bool
 	closeDone chan struct{} // closed when the first Close returns

@@ -27,18 +27,18 @@ type DB struct {
 	gate   sync.RWMutex
 	closed bool
 
-	native   *grocksdb.DB
-	dbOpts   *grocksdb.Options
-	bbto     *grocksdb.BlockBasedTableOptions
-	cache    *grocksdb.Cache
-	wo       *grocksdb.WriteOptions
+	native *grocksdb.DB
+	dbOpts *grocksdb.Options
+	bbto   *grocksdb.BlockBasedTableOptions
+	cache  *grocksdb.Cache
+	wo     *grocksdb.WriteOptions
 	// unsyncedWO is wo without sync (WriteUnsynced); it is wo itself without Options.Sync.
 	unsyncedWO *grocksdb.WriteOptions
-	syncWO   *grocksdb.WriteOptions // WAL on, sync on: for drop intents and generations
-	ro       *grocksdb.ReadOptions
-	families registry
-	meta     *Family
-	drops    dropStats
+	syncWO     *grocksdb.WriteOptions // WAL on, sync on: for drop intents and generations
+	ro         *grocksdb.ReadOptions
+	families   registry
+	meta       *Family
+	drops      dropStats
 	// writeFailed is set once a native write or WAL sync returned an error (a full
 	// disk, an I/O error). RocksDB's WAL writer then holds that error, and syncing the
 	// WAL again (FlushWAL at Close) trips an assertion that aborts the process in

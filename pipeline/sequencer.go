@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/rockline/rockline/validators"
 )
@@ -33,8 +34,11 @@ import (
 // position (Wait, Quiesce, Drain) runs the fsync itself when none is running, covering
 // everything written when it starts, then publishes and, if more was written
 // meanwhile, wakes one waiter for it to run the next. One worker thus commits with no
-// hand-off, and many share each fsync. A failed fsync stops the sequencer with a
-// *SyncError: nothing is published after it.
+// hand-off, and many share each fsync. A sync that follows another may first gather:
+// wait, for at most half the last fsync's duration, until as many positions as the
+// last one covered are written again (gatherLocked), so that the committers it just
+// answered share the next fsync instead of waiting for the one after. A failed fsync
+// stops the sequencer with a *SyncError: nothing is published after it.
 //
 // Invariants:
 //   - published <= written <= assigned, all only grow; positions 1..written are all
@@ -45,7 +49,8 @@ import (
 //     writer is writing it) or after the sequencer stopped with it open.
 //   - Assign opens an assignment only when none is open; Publish advances written only
 //     over exactly the open assignment. Anything else stops the sequencer.
-//   - syncing is true while exactly one goroutine runs sync (outside mu); published
+//   - syncing is true while exactly one goroutine gathers for or runs sync (outside mu,
+//     but for the gather's waits on quiet); published
 //     moves only to the written value read, under mu, before that sync began, and only
 //     if it succeeded and the sequencer is not stopped. Once stopped, published never
 //     moves again.
@@ -65,18 +70,23 @@ import (
 type sequencer struct {
 	published atomic.Uint64 // written under mu, read anywhere
 
-	mu        sync.Mutex
-	quiet     sync.Cond // on mu: an assignment closed, a sync ended, a Quiesce ended, or stopped
-	assigned  uint64
-	written   uint64
-	sync      func() error // nil: published follows written
-	syncing   bool
-	waiters   map[uint64]chan struct{}
-	changed   chan struct{}
-	err       error
-	readers   map[uint64]int
-	exclusive bool // Exclusive runs
-	quiescing bool // Quiesce runs
+	mu       sync.Mutex
+	quiet    sync.Cond // on mu: an assignment closed, a sync ended, a Quiesce ended, or stopped
+	assigned uint64
+	written  uint64
+	sync     func() error // nil: published follows written
+	syncing  bool
+	// gathering is set while a sync's runner waits for gatherTarget positions to be
+	// written, for at most gatherWindow (gatherLocked); syncing is set meanwhile.
+	gathering    bool
+	gatherTarget uint64
+	gatherWindow time.Duration
+	waiters      map[uint64]chan struct{}
+	changed      chan struct{}
+	err          error
+	readers      map[uint64]int
+	exclusive    bool // Exclusive runs
+	quiescing    bool // Quiesce runs
 }
 
 // errOutOfOrder is wrapped, with validators.ErrStopped, by the error that stops the
@@ -145,8 +155,8 @@ func (s *sequencer) Publish(first, last uint64) error {
 	s.written = last
 	if s.sync == nil {
 		s.advanceLocked(last)
-	} else if s.quiescing {
-		s.quiet.Broadcast() // a Quiesce may now run the sync
+	} else if s.quiescing || s.gathering {
+		s.quiet.Broadcast() // a Quiesce may now run the sync; a gather may be complete
 	}
 	return nil
 }
@@ -185,14 +195,23 @@ func (s *sequencer) advanceLocked(to uint64) {
 // syncLocked runs one sync, with mu released during it, covering every position
 // written when it starts, and publishes them if it succeeded; a failure stops the
 // sequencer with a *SyncError. Afterwards, if more is written than published, it
-// wakes one waiter for such a position to run the next sync. The caller holds mu,
-// has checked that no sync runs and that written > published, and holds mu again
-// when it returns. It returns the *SyncError when its sync failed.
-func (s *sequencer) syncLocked() error {
+// wakes one waiter for such a position to run the next sync, and leaves it a gather
+// (see gatherLocked). The caller holds mu, has checked that no sync runs and that
+// written > published, and holds mu again when it returns. gather says whether the
+// caller may wait for the gather first (a Wait; not Quiesce, which holds writers
+// back, nor Drain, for which none will come). It returns the *SyncError when its
+// sync failed.
+func (s *sequencer) syncLocked(gather bool) error {
 	s.syncing = true
+	if gather {
+		s.gatherLocked()
+	}
+	s.gatherTarget = 0
 	from, to := s.published.Load()+1, s.written
 	s.mu.Unlock()
+	start := time.Now()
 	err := s.sync()
+	took := time.Since(start)
 	s.mu.Lock()
 	s.syncing = false
 	var failed error
@@ -202,6 +221,11 @@ func (s *sequencer) syncLocked() error {
 		s.stopLocked(failed)
 	case s.err == nil:
 		s.advanceLocked(to)
+		// The committers just answered are building their next commits: ask the next
+		// sync to wait, briefly, until as many positions again are written, so that
+		// they share it with those written meanwhile (see gatherLocked).
+		s.gatherTarget = s.written + (to - from + 1)
+		s.gatherWindow = min(took/gatherFraction, maxGather)
 		if s.written > to {
 			for p, ch := range s.waiters {
 				if p <= s.written { // its position is written: it can run the next sync
@@ -216,6 +240,39 @@ func (s *sequencer) syncLocked() error {
 	return failed
 }
 
+// gatherFraction and maxGather bound a gather: at most this fraction of the last
+// fsync's duration, and never more than maxGather.
+const (
+	gatherFraction = 2
+	maxGather      = 2 * time.Millisecond
+)
+
+// gatherLocked waits, before a sync that follows another one with commits left over,
+// until gatherTarget positions are written, for at most gatherWindow, or until the
+// sequencer stops or a Quiesce starts. Without it, the committers a sync answers
+// always write their next commits while the following sync already runs, so with N
+// committers each sync covers about N/2 of them (measured: 4.2 per fsync from 8
+// appenders); waiting a fraction of an fsync lets both halves share one. One committer
+// never gathers: its sync leaves nothing over. The caller holds mu and has set
+// syncing, so no other sync starts meanwhile.
+func (s *sequencer) gatherLocked() {
+	if s.gatherTarget <= s.written || s.gatherWindow <= 0 || s.quiescing {
+		return
+	}
+	deadline := time.Now().Add(s.gatherWindow)
+	s.gathering = true
+	t := time.AfterFunc(s.gatherWindow, func() {
+		s.mu.Lock()
+		s.quiet.Broadcast()
+		s.mu.Unlock()
+	})
+	for s.err == nil && !s.quiescing && s.written < s.gatherTarget && time.Now().Before(deadline) {
+		s.quiet.Wait()
+	}
+	t.Stop()
+	s.gathering = false
+}
+
 // Drain publishes every written position, running syncs as needed, and returns once
 // none is left unpublished or the sequencer stopped. It returns the *SyncError of a
 // sync it ran itself that failed (an earlier stop is not Drain's to report). Close
@@ -226,7 +283,7 @@ func (s *sequencer) Drain() error {
 	for s.err == nil && (s.syncing || s.written > s.published.Load()) {
 		if s.syncing {
 			s.quiet.Wait()
-		} else if err := s.syncLocked(); err != nil {
+		} else if err := s.syncLocked(false); err != nil {
 			return err
 		}
 	}
@@ -277,7 +334,7 @@ func (s *sequencer) Wait(p uint64) error {
 			return s.err
 		}
 		if s.sync != nil && !s.syncing && s.written >= p {
-			_ = s.syncLocked() // a failure stops the sequencer: the loop returns its error
+			_ = s.syncLocked(true) // a failure stops the sequencer: the loop returns its error
 			continue
 		}
 		ch, ok := s.waiters[p]
@@ -324,6 +381,7 @@ func (s *sequencer) Quiesce(fn func(published uint64) error) error {
 		return s.err
 	}
 	s.quiescing = true
+	s.quiet.Broadcast() // a gathering sync stops waiting for writers held back now
 	defer func() {
 		s.mu.Lock()
 		s.quiescing = false
@@ -332,7 +390,7 @@ func (s *sequencer) Quiesce(fn func(published uint64) error) error {
 	}()
 	for s.assigned != s.published.Load() && s.err == nil {
 		if s.sync != nil && !s.syncing && s.written == s.assigned {
-			_ = s.syncLocked() // written, not yet durable: make it so (a failure stops the loop)
+			_ = s.syncLocked(false) // written, not yet durable: make it so (a failure stops the loop)
 			continue
 		}
 		s.quiet.Wait()

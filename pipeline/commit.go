@@ -31,11 +31,10 @@ package pipeline
 //     written: a reader never sees position p without p-1. With Config.Sync, published
 //     also means durable: every position up to it was covered by a successful fsync.
 //     A failed fsync stops the database (*SyncError); nothing is published after it.
-//   - With Config.Sync a RocksDB snapshot (a transaction's reads) may already hold
-//     commits that are written but not yet synced, as without Sync it may hold the
-//     group being published: they are above the transaction's read position, so a
-//     tracked read of one fails the transaction's commit with ErrConflict; an untracked
-//     read may return data that a power loss (not a process kill) would then remove.
+//   - With Config.Sync a transaction never reads a commit that is not durable: RocksDB
+//     makes a write visible as soon as it returns, before the fsync, so Begin does not
+//     take a snapshot of its own but shares the view the sequencer took before the
+//     last successful fsync (view.go).
 //   - A commit is all or nothing: its data writes and its log entry are one batch. A
 //     batch that fails after its positions were assigned leaves filler entries, so the
 //     log stays dense; if even the fillers fail the database stops (ErrStopped).

@@ -156,6 +156,15 @@ func open(dir string, cfg Config, mode openMode) (*DB, error) {
 		db.writeCommit = st.Write
 	}
 	db.seq = newSequencer(last, sync)
+	if sync != nil {
+		// Transactions read a view taken before each fsync, so never an unsynced commit.
+		initial, err := st.NewSnapshot()
+		if err != nil {
+			st.Close()
+			return nil, closedErr(err)
+		}
+		db.seq.useViews(st.NewSnapshot, initial)
+	}
 	db.val, err = validators.New(cfg.Validation, db.validatorEnv(), validators.Options{
 		Buckets: cfg.Buckets,
 		Checks:  db.validatorChecks(),
@@ -205,6 +214,7 @@ func (db *DB) Close() error {
 	// Nothing writes now; publish what is written (Config.Sync: its fsync), so that no
 	// committer's fsync is in flight, or starts, when storage frees its handles.
 	syncErr := db.seq.Drain()
+	db.seq.CloseView()
 	return errors.Join(syncErr, db.store.Close())
 }
 

@@ -12,6 +12,10 @@ import "fmt"
 func (s *sequencer) Acquire() (uint64, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.acquireLocked()
+}
+
+func (s *sequencer) acquireLocked() (uint64, error) {
 	if s.exclusive {
 		return 0, ErrReplaying
 	}
@@ -23,12 +27,16 @@ func (s *sequencer) Acquire() (uint64, error) {
 // Release ends a transaction registered with Acquire at read position p.
 func (s *sequencer) Release(p uint64) {
 	s.mu.Lock()
+	s.releaseLocked(p)
+	s.mu.Unlock()
+}
+
+func (s *sequencer) releaseLocked(p uint64) {
 	if n := s.readers[p]; n <= 1 {
 		delete(s.readers, p)
 	} else {
 		s.readers[p] = n - 1
 	}
-	s.mu.Unlock()
 }
 
 // Oldest returns the lowest read position of any open transaction, or the published

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/rockline/rockline/storage"
 	"github.com/rockline/rockline/validators"
 )
 
@@ -54,6 +55,10 @@ import (
 //     moves only to the written value read, under mu, before that sync began, and only
 //     if it succeeded and the sequencer is not stopped. Once stopped, published never
 //     moves again.
+//   - With views (useViews), the current view is replaced only together with
+//     published, by the sync whose snapshot it is, taken after that sync read the
+//     position it covers and before its fsync: it holds every published position and
+//     only durable writes.
 //   - When a sync ends with written > published, a waiter for an unpublished written
 //     position is woken to run the next one (or, with none registered, the next Wait,
 //     Quiesce or Drain runs it), so no written position stays unpublished while
@@ -75,6 +80,10 @@ type sequencer struct {
 	assigned uint64
 	written  uint64
 	sync     func() error // nil: published follows written
+	// snapshot, with sync, takes the view installed with each successful sync; view is
+	// the current one (see view).
+	snapshot func() (*storage.Snapshot, error)
+	view     *view
 	syncing  bool
 	// gathering is set while a sync's runner waits for gatherTarget positions to be
 	// written, for at most gatherWindow (gatherLocked); syncing is set meanwhile.
@@ -95,7 +104,8 @@ var errOutOfOrder = errors.New("log positions completed out of order")
 
 // newSequencer starts a sequencer whose positions 1..last are already published.
 // With sync non-nil, written positions are published only after sync (which must make
-// every write that returned before it durable) has succeeded; see sequencer.
+// every write that returned before it durable) has succeeded; see sequencer. Call
+// useViews to have it hand out durable views (view.go) with them.
 func newSequencer(last uint64, sync func() error) *sequencer {
 	s := &sequencer{
 		waiters:  make(map[uint64]chan struct{}),
@@ -108,6 +118,14 @@ func newSequencer(last uint64, sync func() error) *sequencer {
 	s.quiet.L = &s.mu
 	s.published.Store(last)
 	return s
+}
+
+// useViews makes the sequencer take a view with snapshot before every sync and
+// install it with the positions the sync publishes, starting with initial (which must
+// hold every published position). Call it before any other method.
+func (s *sequencer) useViews(snapshot func() (*storage.Snapshot, error), initial *storage.Snapshot) {
+	s.snapshot = snapshot
+	s.view = &view{snap: initial, refs: 1}
 }
 
 // Published returns the highest position p such that every position up to p is
@@ -210,16 +228,32 @@ func (s *sequencer) syncLocked(gather bool) error {
 	from, to := s.published.Load()+1, s.written
 	s.mu.Unlock()
 	start := time.Now()
-	err := s.sync()
+	var snap *storage.Snapshot
+	var err error
+	if s.snapshot != nil {
+		// Taken after to was read, so it holds every position up to to, and before
+		// the fsync, so everything it holds is durable once the fsync returns.
+		snap, err = s.snapshot()
+	}
+	if err == nil {
+		err = s.sync()
+	}
 	took := time.Since(start)
 	s.mu.Lock()
 	s.syncing = false
 	var failed error
+	var unused *storage.Snapshot
 	switch {
 	case err != nil:
 		failed = &SyncError{First: from, Last: to, Err: err}
 		s.stopLocked(failed)
-	case s.err == nil:
+		unused = snap
+	case s.err != nil:
+		unused = snap
+	default:
+		if snap != nil {
+			unused = s.installViewLocked(snap)
+		}
 		s.advanceLocked(to)
 		// The committers just answered are building their next commits: ask the next
 		// sync to wait, briefly, until as many positions again are written, so that
@@ -237,6 +271,11 @@ func (s *sequencer) syncLocked(gather bool) error {
 		}
 	}
 	s.quiet.Broadcast() // a Quiesce or Drain may run the next sync, or is done
+	if unused != nil {
+		s.mu.Unlock()
+		unused.Release()
+		s.mu.Lock()
+	}
 	return failed
 }
 

@@ -57,18 +57,23 @@ func syncDB(t *testing.T, pol string, g *syncGate) *DB {
 	}
 	g.armed.Store(true)
 	t.Cleanup(func() {
-		// A test that failed may leave a sync held: let it go, then hold no more.
+		// A test that failed may leave a sync held: let every one go until Close is done.
 		g.armed.Store(false)
-		for {
-			select {
-			case <-g.entered:
-				g.release <- nil
-				continue
-			default:
+		stop := make(chan struct{})
+		served := make(chan struct{})
+		go func() {
+			defer close(served)
+			for {
+				select {
+				case g.release <- nil:
+				case <-stop:
+					return
+				}
 			}
-			break
-		}
+		}()
 		db.Close()
+		close(stop)
+		<-served
 	})
 	return db
 }
@@ -104,6 +109,21 @@ func await[V any](t *testing.T, ch <-chan V, what string) V {
 	return zero
 }
 
+// readKey reads key in the default family in a fresh transaction.
+func readKey(t *testing.T, db *DB, key string) (string, bool) {
+	t.Helper()
+	tx := db.Begin()
+	defer tx.Discard()
+	v, err := tx.Get(db.Default(), []byte(key))
+	switch {
+	case errors.Is(err, ErrNotFound):
+		return "", false
+	case err != nil:
+		t.Fatal(err)
+	}
+	return string(v), true
+}
+
 func pending(ch <-chan error) bool {
 	select {
 	case err := <-ch:
@@ -116,7 +136,8 @@ func pending(ch <-chan error) bool {
 // TestSyncPublishesAfterFsync: with Sync, a commit is written without an fsync and
 // published (and its caller answered) only after an fsync that began after its write;
 // while that fsync runs the next commit is written (the pipeline does not wait for the
-// disk), and it waits for a later fsync of its own.
+// disk), and it waits for a later fsync of its own. No transaction reads a commit
+// before the fsync that covers it.
 func TestSyncPublishesAfterFsync(t *testing.T) {
 	for _, pol := range []string{Parallel, Serial} {
 		for _, inline := range []bool{false, true} {
@@ -131,6 +152,9 @@ func TestSyncPublishesAfterFsync(t *testing.T) {
 				if got := db.LastPosition(); got != base || !pending(first) {
 					t.Fatalf("published %d (from %d) before the fsync returned", got, base)
 				}
+				if v, ok := readKey(t, db, "a"); ok {
+					t.Fatalf("a transaction read %q, written but not yet synced", v)
+				}
 
 				second := commitAsync(db, !inline, "b")
 				await(t, g.writes, "the second commit's write while the first fsync runs")
@@ -144,6 +168,12 @@ func TestSyncPublishesAfterFsync(t *testing.T) {
 				}
 				if got := db.LastPosition(); got != base+1 {
 					t.Fatalf("after the first fsync LastPosition = %d; want %d", got, base+1)
+				}
+				if _, ok := readKey(t, db, "a"); !ok {
+					t.Fatal("a transaction begun after the commit returned does not see it")
+				}
+				if v, ok := readKey(t, db, "b"); ok {
+					t.Fatalf("a transaction read %q, written during the first fsync, not covered by it", v)
 				}
 				await(t, g.entered, "the second commit's own fsync")
 				if got := db.LastPosition(); got != base+1 || !pending(second) {

@@ -46,6 +46,9 @@ func isReserved(name string) bool { return strings.HasPrefix(name, reservedPrefi
 //     takes gate for writing (waiting for CommitInline calls in progress), then closes
 //     storage. So no commit runs against closed storage.
 //   - Every position the validator assigns is published or the database is stopped.
+//   - Close drains the sequencer (every written position synced and published, or the
+//     database stopped) after the last writer left and before storage closes, so no
+//     fsync runs against freed handles.
 type DB struct {
 	cfg   Config
 	store *storage.DB
@@ -54,10 +57,13 @@ type DB struct {
 	// truncated is the first log position kept after TruncateLog (0: nothing cut).
 	truncated atomic.Uint64
 	seq       *sequencer
-	val       validators.Validator
-	lanes     *lanes.Lanes[*task]
-	fp        validators.Fingerprinter
-	tracer    trace.Tracer
+	// writeCommit writes a group of commits or fillers (validators.Env.Write): storage's
+	// Write, or WriteUnsynced under Config.Sync, whose fsync the sequencer runs.
+	writeCommit func(*storage.Batch) error
+	val         validators.Validator
+	lanes       *lanes.Lanes[*task]
+	fp          validators.Fingerprinter
+	tracer      trace.Tracer
 
 	closing   atomic.Bool
 	closeDone chan struct{} // closed when the first Close returns
@@ -146,7 +152,23 @@ func open(dir string, cfg Config, mode openMode) (*DB, error) {
 		st.Close()
 		return nil, err
 	}
-	db.seq = newSequencer(last)
+	var sync func() error
+	if cfg.Sync && !cfg.DisableWAL && !mode.readOnly {
+		// Commits are written without an fsync and published after one (sequencer).
+		db.writeCommit, sync = st.WriteUnsynced, st.SyncWAL
+	} else {
+		db.writeCommit = st.Write
+	}
+	db.seq = newSequencer(last, sync)
+	if sync != nil {
+		// Transactions read a view taken before each fsync, so never an unsynced commit.
+		initial, err := st.NewSnapshot()
+		if err != nil {
+			st.Close()
+			return nil, closedErr(err)
+		}
+		db.seq.useViews(st.NewSnapshot, initial)
+	}
 	db.val, err = validators.New(cfg.Validation, db.validatorEnv(), validators.Options{
 		Buckets: cfg.Buckets,
 		Checks:  db.validatorChecks(),
@@ -193,7 +215,11 @@ func (db *DB) Close() error {
 	}
 	db.gate.Lock() // closing is set: no enter succeeds from now on
 	defer db.gate.Unlock()
-	return db.store.Close()
+	// Nothing writes now; publish what is written (Config.Sync: its fsync), so that no
+	// committer's fsync is in flight, or starts, when storage frees its handles.
+	syncErr := db.seq.Drain()
+	db.seq.CloseView()
+	return errors.Join(syncErr, db.store.Close())
 }
 
 // enter admits a CommitInline or other call that must not overlap Close.

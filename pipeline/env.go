@@ -36,7 +36,7 @@ func (db *DB) validatorEnv() validators.Env {
 	st := db.store
 	return validators.Env{
 		Positions: db.seq,
-		Write:     st.Write,
+		Write:     db.writeCommit,
 		Read:      func(f *storage.Family, key []byte) ([]byte, error) { return st.Get(f, key, nil) },
 		Log:       db.log,
 		LogKey:    logentry.AppendKey,

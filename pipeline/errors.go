@@ -103,6 +103,29 @@ func (e *DroppedError) Error() string {
 // Is reports whether target is ErrColumnFamilyDropped.
 func (e *DroppedError) Is(target error) bool { return target == ErrColumnFamilyDropped }
 
+// SyncError is the error that stops the database when an fsync of the WAL fails under
+// Config.Sync. Positions First..Last were written (a process kill keeps them, a power
+// loss may not) but never published: their commits fail with this error, no commit is
+// acknowledged after it, and the database accepts no more commits until it is reopened
+// (after a failed fsync the kernel may have dropped the unsynced pages, so no later
+// fsync could prove them durable; RocksDB itself stops writes too). It matches
+// ErrStopped and wraps the storage error.
+type SyncError struct {
+	First, Last uint64
+	Err         error
+}
+
+// Error describes the failure and the positions it left undurable.
+func (e *SyncError) Error() string {
+	return fmt.Sprintf("%v: WAL sync failed, positions %d..%d are written but not durable: %v", ErrStopped, e.First, e.Last, e.Err)
+}
+
+// Is reports whether target is ErrStopped.
+func (e *SyncError) Is(target error) bool { return target == ErrStopped }
+
+// Unwrap returns the storage error.
+func (e *SyncError) Unwrap() error { return e.Err }
+
 // closedErr maps the storage layer's closed error to ours.
 func closedErr(err error) error {
 	if errors.Is(err, storage.ErrClosed) {

@@ -12,6 +12,10 @@ import "fmt"
 func (s *sequencer) Acquire() (uint64, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.acquireLocked()
+}
+
+func (s *sequencer) acquireLocked() (uint64, error) {
 	if s.exclusive {
 		return 0, ErrReplaying
 	}
@@ -23,12 +27,16 @@ func (s *sequencer) Acquire() (uint64, error) {
 // Release ends a transaction registered with Acquire at read position p.
 func (s *sequencer) Release(p uint64) {
 	s.mu.Lock()
+	s.releaseLocked(p)
+	s.mu.Unlock()
+}
+
+func (s *sequencer) releaseLocked(p uint64) {
 	if n := s.readers[p]; n <= 1 {
 		delete(s.readers, p)
 	} else {
 		s.readers[p] = n - 1
 	}
-	s.mu.Unlock()
 }
 
 // Oldest returns the lowest read position of any open transaction, or the published
@@ -76,7 +84,8 @@ func (s *sequencer) Exclusive(fn func() error) error {
 }
 
 // Replay assigns position pos, which must be the next one, to a write that bypasses
-// validation, runs write, and publishes pos. It is for restoring a database from a
+// validation, runs write, and publishes pos (with a sync function, after an fsync),
+// returning once it is published. It is for restoring a database from a
 // log and runs only inside Exclusive, where no commit can be assigned a position. If
 // write fails the sequencer stops, since pos can no longer be filled safely.
 func (s *sequencer) Replay(pos uint64, write func() error) error {
@@ -103,5 +112,8 @@ func (s *sequencer) Replay(pos uint64, write func() error) error {
 		s.Stop(pos, err)
 		return err
 	}
-	return s.Publish(pos, pos)
+	if err := s.Publish(pos, pos); err != nil {
+		return err
+	}
+	return s.Wait(pos) // with a sync function, published once an fsync covers it
 }

@@ -106,7 +106,7 @@ func (db *DB) replayEntry(e LogEntry) error {
 		if err := b.Put(db.log, logentry.Key(e.Position), raw); err != nil {
 			return err
 		}
-		return db.seq.Replay(e.Position, func() error { return db.store.Write(b) })
+		return db.seq.Replay(e.Position, func() error { return db.writeCommit(b) })
 	}
 	if drop != nil {
 		if f, err := db.store.Family(drop.Family); err == nil && f.Generation() == drop.Generation {

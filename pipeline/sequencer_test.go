@@ -2,7 +2,10 @@ package pipeline
 
 import (
 	"errors"
+	"fmt"
 	"runtime"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -26,7 +29,7 @@ func recvErr(t *testing.T, ch <-chan error, what string) error {
 }
 
 func TestSequencerPublishesInOrder(t *testing.T) {
-	s := newSequencer(10)
+	s := newSequencer(10, nil)
 	first, err := s.Assign(3) // 11, 12, 13
 	if err != nil || first != 11 {
 		t.Fatalf("Assign(3) = %d, %v; want 11, nil", first, err)
@@ -107,7 +110,7 @@ func TestSequencerOutOfOrderStops(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			s := newSequencer(10)
+			s := newSequencer(10, nil)
 			waited := make(chan error, 1)
 			go func() { waited <- s.Wait(11) }()
 			breakOrder := tc.open(t, s)
@@ -139,7 +142,7 @@ func mustAssign(t *testing.T, s *sequencer, n int) uint64 {
 }
 
 func TestSequencerStopWakesWaiters(t *testing.T) {
-	s := newSequencer(0)
+	s := newSequencer(0, nil)
 	mustAssign(t, s, 2)
 	waited := make(chan error, 1)
 	go func() { waited <- s.Wait(2) }()
@@ -165,7 +168,7 @@ func TestSequencerStopWakesWaiters(t *testing.T) {
 }
 
 func TestSequencerOldestReader(t *testing.T) {
-	s := newSequencer(4)
+	s := newSequencer(4, nil)
 	a, _ := s.Acquire()
 	mustAssign(t, s, 1)
 	if err := s.Publish(5, 5); err != nil {
@@ -195,7 +198,7 @@ func TestSequencerOldestReader(t *testing.T) {
 // registered, Acquire refuses while Exclusive runs (so no transaction can take a
 // position a replay hands out again), and Replay refuses outside Exclusive.
 func TestSequencerExclusive(t *testing.T) {
-	s := newSequencer(0)
+	s := newSequencer(0, nil)
 	if err := s.Replay(1, func() error { return nil }); !errors.Is(err, ErrNotExclusive) {
 		t.Fatalf("Replay outside Exclusive = %v; want ErrNotExclusive", err)
 	}
@@ -234,7 +237,7 @@ func TestSequencerExclusive(t *testing.T) {
 // TestSequencerReplayWriteFailureStops: a replayed position whose write failed can be
 // neither published nor filled, so the sequencer stops.
 func TestSequencerReplayWriteFailureStops(t *testing.T) {
-	s := newSequencer(0)
+	s := newSequencer(0, nil)
 	errDisk := errors.New("disk gone")
 	err := s.Exclusive(func() error { return s.Replay(1, func() error { return errDisk }) })
 	if !errors.Is(err, errDisk) || !errors.Is(s.Err(), validators.ErrStopped) || s.Published() != 0 {
@@ -246,7 +249,7 @@ func TestSequencerReplayWriteFailureStops(t *testing.T) {
 // its function sees every assigned position written, and holds the next assignment
 // back until it returns.
 func TestSequencerQuiesce(t *testing.T) {
-	s := newSequencer(0)
+	s := newSequencer(0, nil)
 	mustAssign(t, s, 2) // 1..2, open
 	seen := make(chan uint64, 1)
 	release := make(chan struct{})
@@ -298,5 +301,101 @@ func TestSequencerQuiesce(t *testing.T) {
 		}
 	case <-time.After(seqDeadline):
 		t.Fatal("Assign still held back after Quiesce returned")
+	}
+}
+
+// TestSequencerSyncCoversEveryPublished drives a sequencer with a sync function from
+// eight writers (one assignment open at a time, as the writer queue does) and checks
+// the promise Wait makes with Config.Sync: when it returns, a sync that began after
+// the position was written has completed, and published positions only grow.
+func TestSequencerSyncCoversEveryPublished(t *testing.T) {
+	var clock, lastDone atomic.Int64 // lastDone: the start time of the latest completed sync
+	var syncs atomic.Int64
+	s := newSequencer(0, func() error {
+		start := clock.Add(1)
+		for range 3 {
+			runtime.Gosched() // let writers write while it "runs"
+		}
+		for {
+			old := lastDone.Load()
+			if start <= old || lastDone.CompareAndSwap(old, start) {
+				break
+			}
+		}
+		syncs.Add(1)
+		return nil
+	})
+	var writer sync.Mutex
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	const perWriter = 300
+	for range 8 {
+		wg.Go(func() {
+			for range perWriter {
+				writer.Lock()
+				first, err := s.Assign(1)
+				if err != nil {
+					writer.Unlock()
+					errs <- err
+					return
+				}
+				written := clock.Add(1)
+				err = s.Publish(first, first)
+				writer.Unlock()
+				if err != nil {
+					errs <- err
+					return
+				}
+				if err := s.Wait(first); err != nil {
+					errs <- err
+					return
+				}
+				if got := lastDone.Load(); got <= written {
+					errs <- fmt.Errorf("position %d published before a sync that began after its write (last sync began at %d, written at %d)", first, got, written)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	if err := s.Drain(); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.Published(); got != 8*perWriter {
+		t.Fatalf("published %d; want %d", got, 8*perWriter)
+	}
+	t.Logf("%d positions, %d syncs", 8*perWriter, syncs.Load())
+}
+
+// TestSequencerSyncFailureStops: a failed sync stops the sequencer with a *SyncError
+// naming the positions it was to cover; they are never published, Wait returns the
+// error, and Assign fails from then on.
+func TestSequencerSyncFailureStops(t *testing.T) {
+	injected := errors.New("injected")
+	s := newSequencer(4, func() error { return injected })
+	first, err := s.Assign(2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Publish(first, first+1); err != nil {
+		t.Fatal(err)
+	}
+	err = s.Wait(first)
+	var se *SyncError
+	if !errors.As(err, &se) || !errors.Is(err, ErrStopped) || !errors.Is(err, injected) || se.First != 5 || se.Last != 6 {
+		t.Fatalf("Wait: err = %v; want a *SyncError for 5..6 matching ErrStopped and the cause", err)
+	}
+	if s.Published() != 4 {
+		t.Fatalf("published %d after a failed sync; want 4", s.Published())
+	}
+	if _, err := s.Assign(1); !errors.Is(err, ErrStopped) {
+		t.Fatalf("Assign after a failed sync: err = %v; want ErrStopped", err)
+	}
+	if err := s.Drain(); err != nil {
+		t.Fatalf("Drain reported a failure it did not run: %v", err)
 	}
 }

@@ -11,7 +11,7 @@ import (
 
 // Txn is an optimistic transaction. It reads a consistent snapshot (every commit
 // published before Begin, and possibly commits that were completing concurrently with
-// it) merged with its own buffered writes, and buffers its writes in Go until Commit.
+// it; with Config.Sync only commits already durable) merged with its own buffered writes, and buffers its writes in Go until Commit.
 // A Txn is single-use and not safe for concurrent use: after Commit, CommitInline or
 // Discard every method returns ErrTxnDone.
 //
@@ -22,6 +22,7 @@ type Txn struct {
 	db      *DB
 	readPos uint64
 	snap    *storage.Snapshot
+	view    *view // under Config.Sync: the shared view snap belongs to (released through the sequencer)
 	err     error // set when Begin failed
 	done    bool
 
@@ -54,17 +55,21 @@ func (db *DB) Begin() *Txn {
 		return t
 	}
 	var err error
-	if t.readPos, err = db.seq.Acquire(); err != nil {
+	if t.readPos, t.view, err = db.seq.AcquireView(); err != nil {
 		t.err, t.done = err, true
 		return t
 	}
-	snap, err := db.store.NewSnapshot()
-	if err != nil {
-		db.seq.Release(t.readPos)
-		t.err, t.done = closedErr(err), true
-		return t
+	if t.view != nil {
+		t.snap = t.view.snap // Config.Sync: the durable view (view.go)
+	} else {
+		snap, err := db.store.NewSnapshot()
+		if err != nil {
+			db.seq.Release(t.readPos)
+			t.err, t.done = closedErr(err), true
+			return t
+		}
+		t.snap = snap
 	}
-	t.snap = snap
 	b := getBuffers()
 	t.bufs = b
 	t.batch, t.arena, t.ops, t.writes, t.reads, t.index, t.readFams, t.positioned = b.batch, b.arena, b.ops, b.writes, b.reads, b.index, b.fams, b.positioned
@@ -268,7 +273,11 @@ func (t *Txn) Discard() {
 // the pool. Nothing outside the Txn holds the buffers by then: the validator has
 // returned, and Get and iterators hand out copies.
 func (t *Txn) release() {
-	if t.snap != nil {
+	switch {
+	case t.view != nil:
+		t.db.seq.ReleaseView(t.readPos, t.view)
+		t.view, t.snap = nil, nil
+	case t.snap != nil:
 		t.snap.Release()
 		t.snap = nil
 		t.db.seq.Release(t.readPos)

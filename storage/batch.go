@@ -3,6 +3,7 @@ package storage
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
 
 	"github.com/linxGnu/grocksdb"
@@ -164,6 +165,13 @@ func appendLenPrefixed(dst, p []byte) []byte {
 // admitted before a drop complete.
 func (db *DB) Write(b *Batch) error { return db.writeWith(db.wo, b) }
 
+// WriteUnsynced is Write without the fsync that Options.Sync adds: the batch reaches
+// the WAL (unless Options.DisableWAL) and the OS, so it survives a process kill, but
+// not a power loss until a later SyncWAL returns. Unlike a synced Write, whose
+// changes RocksDB makes visible only after the sync, its changes are visible to reads
+// (and snapshots) as soon as it returns. Without Options.Sync it is Write.
+func (db *DB) WriteUnsynced(b *Batch) error { return db.writeWith(db.unsyncedWO, b) }
+
 func (db *DB) writeWith(wo *grocksdb.WriteOptions, b *Batch) error {
 	if db.opts.ReadOnly {
 		return ErrReadOnly
@@ -209,4 +217,43 @@ func (db *DB) writeEntered(wo *grocksdb.WriteOptions, b *Batch) error {
 		db.writeFailed.Store(true)
 	}
 	return mapError("write batch", err)
+}
+
+// ErrWALFailed is matched by SyncWAL's error once a write or a sync of the WAL has
+// failed: RocksDB keeps that error and stops writes, and syncing again could trip
+// its assertions (see DB.writeFailed), so nothing written since can be made durable.
+var ErrWALFailed = errors.New("rockline: an earlier WAL write or sync failed; the WAL cannot be synced")
+
+// SyncWAL makes every write that returned before the call durable on the device (it
+// is RocksDB's FlushWAL(sync=true): one fsync of the WAL files, which are sequential,
+// so one sync covers every earlier write). Writes may run concurrently; those that
+// return during the sync may or may not be covered. With the WAL off, or read-only,
+// it does nothing. A failed sync fails every later one (with ErrWALFailed): after a
+// failed fsync the kernel may have dropped the unsynced pages, so a retry that
+// succeeds would prove nothing.
+func (db *DB) SyncWAL() error {
+	if db.opts.DisableWAL || db.opts.ReadOnly {
+		return nil
+	}
+	if err := db.enter(); err != nil {
+		return err
+	}
+	defer db.leave()
+	if db.writeFailed.Load() {
+		return ErrWALFailed
+	}
+	if err := db.fault(func(fl *storagefaults.Faults) error {
+		if fl.Sync != nil {
+			return fl.Sync()
+		}
+		return nil
+	}); err != nil {
+		db.writeFailed.Store(true)
+		return fmt.Errorf("rockline: sync WAL: %w", err)
+	}
+	if err := db.native.FlushWAL(true); err != nil {
+		db.writeFailed.Store(true)
+		return mapError("sync WAL", err)
+	}
+	return nil
 }

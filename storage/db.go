@@ -27,20 +27,22 @@ type DB struct {
 	gate   sync.RWMutex
 	closed bool
 
-	native   *grocksdb.DB
-	dbOpts   *grocksdb.Options
-	bbto     *grocksdb.BlockBasedTableOptions
-	cache    *grocksdb.Cache
-	wo       *grocksdb.WriteOptions
-	syncWO   *grocksdb.WriteOptions // WAL on, sync on: for drop intents and generations
-	ro       *grocksdb.ReadOptions
-	families registry
-	meta     *Family
-	drops    dropStats
-	// writeFailed is set once a native write returned an error (a full disk, an I/O
-	// error). RocksDB's WAL writer then holds that error, and syncing the WAL again
-	// (FlushWAL at Close) trips an assertion that aborts the process in builds with
-	// assertions on (Debian's librocksdb), so Close skips it.
+	native *grocksdb.DB
+	dbOpts *grocksdb.Options
+	bbto   *grocksdb.BlockBasedTableOptions
+	cache  *grocksdb.Cache
+	wo     *grocksdb.WriteOptions
+	// unsyncedWO is wo without sync (WriteUnsynced); it is wo itself without Options.Sync.
+	unsyncedWO *grocksdb.WriteOptions
+	syncWO     *grocksdb.WriteOptions // WAL on, sync on: for drop intents and generations
+	ro         *grocksdb.ReadOptions
+	families   registry
+	meta       *Family
+	drops      dropStats
+	// writeFailed is set once a native write or WAL sync returned an error (a full
+	// disk, an I/O error). RocksDB's WAL writer then holds that error, and syncing the
+	// WAL again (FlushWAL at Close) trips an assertion that aborts the process in
+	// builds with assertions on (Debian's librocksdb), so Close and SyncWAL skip it.
 	writeFailed atomic.Bool
 
 	// ddl serialises family creation and retirement, which write MetaFamily records
@@ -168,6 +170,11 @@ func Open(dir string, opts Options) (*DB, error) {
 	db.wo = grocksdb.NewDefaultWriteOptions()
 	db.wo.DisableWAL(opts.DisableWAL)
 	db.wo.SetSync(opts.Sync)
+	db.unsyncedWO = db.wo
+	if opts.Sync {
+		db.unsyncedWO = grocksdb.NewDefaultWriteOptions()
+		db.unsyncedWO.DisableWAL(opts.DisableWAL)
+	}
 	db.syncWO = grocksdb.NewDefaultWriteOptions()
 	db.syncWO.SetSync(true)
 	db.ro = grocksdb.NewDefaultReadOptions()
@@ -282,6 +289,9 @@ func (db *DB) Close() error {
 		}
 	}
 	db.native.Close()
+	if db.unsyncedWO != db.wo {
+		db.unsyncedWO.Destroy()
+	}
 	db.wo.Destroy()
 	db.syncWO.Destroy()
 	db.ro.Destroy()

@@ -2,11 +2,16 @@ package storage_test
 
 import (
 	"encoding/binary"
+	"errors"
 	"math/rand/v2"
+	"path/filepath"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/rockline/rockline/internal/storagefaults"
 	"github.com/rockline/rockline/storage"
 )
 
@@ -147,5 +152,69 @@ func TestStatsCountWALSyncs(t *testing.T) {
 		if got := after.WALSyncs - before.WALSyncs; got != want {
 			t.Errorf("Sync=%v: %d WAL syncs for 5 writes, want %d", sync, got, want)
 		}
+	}
+}
+
+// TestSyncWAL: with Options.Sync, WriteUnsynced syncs nothing and SyncWAL syncs once,
+// covering it. A failed sync fails every later one with ErrWALFailed without trying
+// again (after a failed fsync a retry proves nothing), and Close still succeeds: it
+// skips its own WAL sync.
+func TestSyncWAL(t *testing.T) {
+	var failSync atomic.Bool
+	var syncCalls atomic.Int64
+	faults := &storagefaults.Faults{Sync: func() error {
+		syncCalls.Add(1)
+		if failSync.Load() {
+			return errors.New("injected: fsync failed")
+		}
+		return nil
+	}}
+	db, err := storage.Open(filepath.Join(t.TempDir(), "db"), storagefaults.With(storage.Options{Sync: true}, faults))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	f := mustFamily(t, db, storage.DefaultFamily)
+	syncs := func() uint64 {
+		s, err := db.Stats()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s.WALSyncs
+	}
+	before := syncs()
+	for i := range 3 {
+		b := storage.NewBatch()
+		if err := b.Put(f, []byte{byte(i)}, []byte("v")); err != nil {
+			t.Fatal(err)
+		}
+		if err := db.WriteUnsynced(b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := syncs() - before; got != 0 {
+		t.Fatalf("WriteUnsynced synced the WAL %d times", got)
+	}
+	if err := db.SyncWAL(); err != nil {
+		t.Fatal(err)
+	}
+	if got := syncs() - before; got != 1 {
+		t.Fatalf("SyncWAL: %d WAL syncs, want 1", got)
+	}
+
+	failSync.Store(true)
+	if err := db.SyncWAL(); err == nil {
+		t.Fatal("SyncWAL succeeded with a failing fsync")
+	}
+	failSync.Store(false)
+	calls := syncCalls.Load()
+	if err := db.SyncWAL(); !errors.Is(err, storage.ErrWALFailed) {
+		t.Fatalf("SyncWAL after a failed one: err = %v, want ErrWALFailed", err)
+	}
+	if syncCalls.Load() != calls {
+		t.Fatal("SyncWAL tried again after a failed fsync")
+	}
+	if err := db.Close(); err != nil {
+		t.Fatalf("Close after a failed fsync: %v", err)
 	}
 }

@@ -9,6 +9,8 @@ package storagefaults
 type Faults struct {
 	// Write runs before every batch write.
 	Write func() error
+	// Sync runs before every WAL sync (storage.DB.SyncWAL).
+	Sync func() error
 	// Drop runs before every physical drop of a family, with the family's name.
 	Drop func(name string) error
 }

@@ -77,6 +77,7 @@ type txn interface {
 // engineStats are RocksDB's cumulative counters and current memtable state.
 type engineStats struct {
 	BytesFlushed, BytesCompacted, StallMicros uint64
+	WALSyncs                                  uint64 // ticker rocksdb.wal.synced (0: not RocksDB)
 	ImmutableData, ImmutableAll               uint64
 }
 
@@ -152,7 +153,7 @@ func (e *rocklineEngine) stats() (engineStats, error) {
 	if err != nil {
 		return engineStats{}, err
 	}
-	out := engineStats{BytesFlushed: s.BytesFlushed, BytesCompacted: s.BytesCompacted, StallMicros: s.StallMicros, ImmutableAll: s.ImmutableMemtable}
+	out := engineStats{BytesFlushed: s.BytesFlushed, BytesCompacted: s.BytesCompacted, StallMicros: s.StallMicros, WALSyncs: s.WALSyncs, ImmutableAll: s.ImmutableMemtable}
 	for _, f := range s.Families {
 		if f.Name == "data" {
 			out.ImmutableData = f.ImmutableMemtables
@@ -273,6 +274,7 @@ func (b *nativeBase) stats() (engineStats, error) {
 		BytesFlushed:   t["rocksdb.flush.write.bytes"],
 		BytesCompacted: t["rocksdb.compact.write.bytes"],
 		StallMicros:    t["rocksdb.stall.micros"],
+		WALSyncs:       t["rocksdb.wal.synced"],
 	}
 	for i, h := range b.cfs {
 		n, _ := b.props.GetIntPropertyCF("rocksdb.num-immutable-mem-table", h)

@@ -101,7 +101,7 @@ func parseFlags() (*config, string) {
 	fs.DurationVar(&c.runTimeout, "run-timeout", 90*time.Second, "a run taking longer than its duration plus this aborts the process")
 	fs.IntVar(&c.rounds, "rounds", 3, "rounds per scenario (figures are medians, with min and max)")
 	engines := fs.String("engines", "", "engines compared: any of "+strings.Join(allKinds, ",")+" (default: all full; all but "+kindBadger+" quick)")
-	scen := fs.String("scenarios", "", "scenarios to run: a (workers × keys grid), b (four databases), c (async/sync mix), d (conflicts), e (WAL off/on), f (bucket sweep on c), memory, tracing, events (projections and filtered subscriptions), large (data larger than the block cache, bloom filters on and off; needs about 2x4.3 GiB of disk at the default --large-keys) (default: all full; a,b,c,d,memory,tracing,events quick)")
+	scen := fs.String("scenarios", "", "scenarios to run: a (workers × keys grid), b (four databases), c (async/sync mix), d (conflicts), e (WAL off/on), f (bucket sweep on c), s (a's cells with an fsync per commit, commits per fsync), memory, tracing, events (projections and filtered subscriptions), large (data larger than the block cache, bloom filters on and off; needs about 2x4.3 GiB of disk at the default --large-keys) (default: all full; a,b,c,d,memory,tracing,events quick)")
 	fs.IntVar(&c.eventCount, "event-count", 0, "events scenario: events per run (default 20000 quick, 100000 full)")
 	workers := fs.String("workers", "2,4,8", "scenario a: workers (crossed with --keys unless --grid is given)")
 	keys := fs.String("keys", "1,64,1000", "scenario a: keys per transaction")
@@ -152,7 +152,7 @@ func parseFlags() (*config, string) {
 			}
 		}
 	}
-	def(scen, "a,b,c,d,memory,tracing,events", "a,b,c,d,e,f,memory,tracing,events")
+	def(scen, "a,b,c,d,memory,tracing,events", "a,b,c,d,e,f,s,memory,tracing,events,appends")
 	if c.eventCount == 0 {
 		c.eventCount = 100000
 		if c.quick {
@@ -219,8 +219,8 @@ func parseFlags() (*config, string) {
 	}
 	c.scenarios = map[string]bool{}
 	for _, s := range strList(*scen) {
-		if !slices.Contains([]string{"a", "b", "c", "d", "e", "f", "memory", "tracing", "events", "appends", "large", "cluster"}, s) {
-			errs = append(errs, fmt.Sprintf("unknown scenario %q (want a,b,c,d,e,f,memory,tracing,events,appends,large,cluster)", s))
+		if !slices.Contains([]string{"a", "b", "c", "d", "e", "f", "memory", "tracing", "events", "appends", "large", "cluster", "s"}, s) {
+			errs = append(errs, fmt.Sprintf("unknown scenario %q (want a,b,c,d,e,f,s,memory,tracing,events,appends,large,cluster)", s))
 		}
 		c.scenarios[s] = true
 	}
@@ -293,6 +293,13 @@ func buildScenarios(c *config) []scenario {
 			for _, f := range c.inflight {
 				add(scenario{ID: "a", Label: fmt.Sprintf("a W=%d K=%d F=%d", g[0], g[1], f), Workers: g[0], Keys: g[1], Inflight: f})
 			}
+		}
+	}
+	if c.scenarios["s"] { // scenario a's cells with an fsync per commit, every engine
+		syncOpen := open
+		syncOpen.Sync = true
+		for _, g := range [][2]int{{1, 1}, {4, 1}, {8, 1}, {4, 64}} {
+			add(scenario{ID: "s", Label: fmt.Sprintf("s W=%d K=%d F=1 sync", g[0], g[1]), Workers: g[0], Keys: g[1], Inflight: 1, Open: syncOpen})
 		}
 	}
 	if c.scenarios["b"] {

@@ -119,6 +119,9 @@ func writeRunTable(w io.Writer, aggs []*aggregate, rounds int) {
 // check summarises errors, the no-lost-update check and span counts.
 func check(a *aggregate) string {
 	var parts []string
+	if per := a.col(func(r runResult) float64 { return r.CommitsPerFsync }); len(per) > 0 && median(per) > 0 {
+		parts = append(parts, fmt.Sprintf("%.1f commits/fsync", median(per)))
+	}
 	for _, r := range a.runs {
 		if r.Error != "" {
 			e := r.Error

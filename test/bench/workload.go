@@ -59,6 +59,9 @@ type runResult struct {
 	CounterSum    *int64         `json:"counter_sum,omitempty"`  // conflicts workload
 	LostUpdates   *int64         `json:"lost_updates,omitempty"` // commits - counter sum
 	SpansPerTxn   *float64       `json:"spans_per_commit,omitempty"`
+	// CommitsPerFsync is commits over the WAL fsyncs RocksDB made, with Sync (0: not
+	// measured, as for Badger, or without Sync).
+	CommitsPerFsync float64 `json:"commits_per_fsync,omitempty"`
 	Error         string         `json:"error,omitempty"`
 }
 
@@ -128,6 +131,16 @@ func runScenarioOnce(cfg *config, sc scenario, spec engineSpec, round int) runRe
 		errOnce.Do(func() { firstErr = err })
 		stop.Store(true)
 	}
+	walSyncs := func() uint64 {
+		var n uint64
+		for _, e := range engines {
+			if s, err := e.stats(); err == nil {
+				n += s.WALSyncs
+			}
+		}
+		return n
+	}
+	syncs0 := walSyncs()
 	goroutines := sc.Workers * sc.Inflight
 	stats := make([]*workerStats, goroutines)
 	runtime.GC()
@@ -155,6 +168,7 @@ func runScenarioOnce(cfg *config, sc scenario, spec engineSpec, round int) runRe
 	stop.Store(true)
 	wg.Wait()
 	elapsed, cpu := time.Since(t0), cpuTime()-cpu0
+	syncs := walSyncs() - syncs0
 
 	var commit, whole hist
 	for _, st := range stats {
@@ -167,6 +181,9 @@ func runScenarioOnce(cfg *config, sc scenario, spec engineSpec, round int) runRe
 	res.CommitsPerS = float64(res.Commits) / res.Seconds
 	res.ConflictsPerS = float64(res.Conflicts) / res.Seconds
 	res.CommitLat, res.TxnLat = commit.summary(), whole.summary()
+	if sc.Open.Sync && syncs > 0 {
+		res.CommitsPerFsync = float64(res.Commits) / float64(syncs)
+	}
 	if res.Commits > 0 {
 		res.CPUPerCommit = float64(cpu.Microseconds()) / float64(res.Commits)
 	}

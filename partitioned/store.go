@@ -212,6 +212,7 @@ type CrossPartitionError struct {
 	Partition, OtherPartition int
 }
 
+// Error names both streams and their partitions, and says how to cross partitions.
 func (e *CrossPartitionError) Error() string {
 	return fmt.Sprintf("rockline: stream %q (partition %d) and %q (partition %d) in one transaction: a transaction writes one partition; cross with a process manager", e.Stream, e.Partition, e.Other, e.OtherPartition)
 }

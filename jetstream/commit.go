@@ -148,7 +148,7 @@ func (p *Partition) commit(ctx context.Context, c *Commit, msgs []*nats.Msg, che
 	leaderlessRetries := 0
 	for attempt := 0; ; attempt++ {
 		id := nuid.Next()
-		ack, aerr, err := p.publishBatch(ctx, id, msgs)
+		ack, aerr, sent, err := p.publishBatch(ctx, id, msgs)
 		switch {
 		case errors.Is(err, nats.ErrNoResponders):
 			// The commit message reached no subscriber (the stream is between
@@ -168,7 +168,10 @@ func (p *Partition) commit(ctx context.Context, c *Commit, msgs []*nats.Msg, che
 				}
 			}
 			return 0, fmt.Errorf("%w: no stream leader answered for %v: %w", ErrTimeout, time.Since(leaderless).Round(time.Millisecond), err)
-		case err != nil && isTimeout(err):
+		case err != nil && (isTimeout(err) || sent):
+			// A timeout, or any failure once the commit message may have gone out (a
+			// connection lost after sending it): the batch may have landed, so it is
+			// settled by an abort marker, never sent again blindly.
 			p.stats.timeouts.Add(1)
 			pos, rerr := p.resolve(ctx, id, err)
 			if !errors.Is(rerr, ErrTimeout) || ctx.Err() != nil || attempt >= p.cfg.InFlightRetries {
@@ -418,7 +421,7 @@ type pubAck struct {
 // a reply (one connection keeps them in order), the last with Nats-Batch-Commit as a
 // request bounded by PublishTimeout. It returns the ack's sequence, or the server's
 // error, or a transport error (a timeout: the batch may have landed).
-func (p *Partition) publishBatch(ctx context.Context, id string, msgs []*nats.Msg) (uint64, *apiError, error) {
+func (p *Partition) publishBatch(ctx context.Context, id string, msgs []*nats.Msg) (seq uint64, aerr *apiError, sent bool, err error) {
 	for i, tmpl := range msgs {
 		m := nats.NewMsg(tmpl.Subject)
 		for k, v := range tmpl.Header {
@@ -429,7 +432,7 @@ func (p *Partition) publishBatch(ctx context.Context, id string, msgs []*nats.Ms
 		m.Header.Set(hdrBSeq, strconv.Itoa(i+1))
 		if i < len(msgs)-1 {
 			if err := p.nc.PublishMsg(m); err != nil {
-				return 0, nil, err
+				return 0, nil, false, err
 			}
 			continue
 		}
@@ -440,21 +443,23 @@ func (p *Partition) publishBatch(ctx context.Context, id string, msgs []*nats.Ms
 		resp, err := p.nc.RequestMsgWithContext(pctx, m)
 		cancel()
 		if err != nil {
-			return 0, nil, err
+			// No responders means nothing received the commit message; any other
+			// failure may have come after it was sent.
+			return 0, nil, !errors.Is(err, nats.ErrNoResponders), err
 		}
 		var ack pubAck
 		if err := json.Unmarshal(resp.Data, &ack); err != nil {
-			return 0, nil, fmt.Errorf("decoding the publish ack %q: %w", resp.Data, err)
+			return 0, nil, true, fmt.Errorf("decoding the publish ack %q: %w", resp.Data, err)
 		}
 		if ack.Error != nil {
-			return 0, ack.Error, nil
+			return 0, ack.Error, true, nil
 		}
 		if ack.Batch != id || ack.Count != len(msgs) {
-			return 0, nil, fmt.Errorf("publish ack for batch %q of %d messages, sent %q of %d", ack.Batch, ack.Count, id, len(msgs))
+			return 0, nil, true, fmt.Errorf("publish ack for batch %q of %d messages, sent %q of %d", ack.Batch, ack.Count, id, len(msgs))
 		}
-		return ack.Seq, nil, nil
+		return ack.Seq, nil, true, nil
 	}
-	return 0, nil, errors.New("empty batch")
+	return 0, nil, false, errors.New("empty batch")
 }
 
 // fenceRefusal settles a batch the server refused before the refusal is reported as

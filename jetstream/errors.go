@@ -30,9 +30,10 @@ var (
 	// never will be; or the stream had no leader to take the commit ("no responders")
 	// for Config.PublishTimeout, so nothing of it was stored. Retrying is safe.
 	ErrTimeout = errors.New("rockline/jetstream: commit timed out and was not written")
-	// ErrOutcomeUnknown: a commit's publish timed out and its outcome could not be
-	// resolved before Config.ResolveTimeout (the cluster had no reachable leader). The
-	// commit may or may not be written; read its keys before retrying.
+	// ErrOutcomeUnknown: a commit's publish timed out, or its connection failed once
+	// the commit message may have gone out, and its outcome could not be resolved
+	// before Config.ResolveTimeout (no reachable leader, or the connection closed).
+	// The commit may or may not be written; read its keys before retrying.
 	ErrOutcomeUnknown = errors.New("rockline/jetstream: commit outcome unknown")
 	// ErrDuplicateEvent is matched by *DuplicateEventError: an event ID of the commit is
 	// already stored within the dedupe window, but not all of the commit's event IDs

@@ -16,7 +16,7 @@ func (p *Partition) PublishWithIDForTest(ctx context.Context, id string, c *Comm
 	if err != nil {
 		return 0, err
 	}
-	pos, aerr, err := p.publishBatch(ctx, id, msgs)
+	pos, aerr, _, err := p.publishBatch(ctx, id, msgs)
 	if aerr != nil {
 		return 0, aerr.serverError("Commit")
 	}

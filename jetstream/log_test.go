@@ -277,3 +277,36 @@ func TestReadLogCost(t *testing.T) {
 	t.Logf("ReadLog of %d commits (3 messages each) in pages of 500: %v (%.0f commits/s); Entry: %v each", n, el, float64(n)/el.Seconds(), time.Since(start)/200)
 	_ = context.Background
 }
+
+// TestWaitForPosition: waiting for a position not yet committed returns once a commit
+// reaches it, and ends with the context's error when none does.
+func TestWaitForPosition(t *testing.T) {
+	ctx := ctxT(t)
+	p, _ := open(t, 3)
+	cur, err := p.Position(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.WaitForPosition(ctx, cur); err != nil {
+		t.Fatalf("WaitForPosition(current) = %v", err)
+	}
+	short, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+	defer cancel()
+	if err := p.WaitForPosition(short, cur+1); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("WaitForPosition past the end with nothing committed = %v, want the deadline", err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- p.WaitForPosition(ctx, cur+1) }()
+	pos, err := p.Commit(ctx, &jetstream.Commit{Writes: []jetstream.Write{{Family: "f", Key: []byte("k"), Value: []byte("v"), Blind: true}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("WaitForPosition(%d) after a commit at %d = %v", cur+1, pos, err)
+		}
+	case <-ctx.Done():
+		t.Fatal("WaitForPosition did not return after the commit")
+	}
+}

@@ -300,3 +300,22 @@ func atoiOr(s string, def int) int {
 	}
 	return def
 }
+
+// WaitForPosition returns once the partition's latest position (as its stream leader
+// answers Position) is at least pos, polling with backoff, or ctx's error. After it, a
+// read at pos is served as soon as the answering replica has applied pos (reads wait
+// for that themselves, up to Config.ReadTimeout).
+func (p *Partition) WaitForPosition(ctx context.Context, pos uint64) error {
+	for attempt := 0; ; attempt++ {
+		cur, err := p.Position(ctx)
+		if err != nil {
+			return err
+		}
+		if cur >= pos {
+			return nil
+		}
+		if err := backoff(ctx, attempt); err != nil {
+			return err
+		}
+	}
+}

@@ -284,4 +284,3 @@ func (p *pgAppender) close() error {
 	p.pool.Close()
 	return nil
 }
-

@@ -62,7 +62,7 @@ type runResult struct {
 	// CommitsPerFsync is commits over the WAL fsyncs RocksDB made, with Sync (0: not
 	// measured, as for Badger, or without Sync).
 	CommitsPerFsync float64 `json:"commits_per_fsync,omitempty"`
-	Error         string         `json:"error,omitempty"`
+	Error           string  `json:"error,omitempty"`
 }
 
 // valuePool is random bytes that values are cut from at moving offsets, so values are

@@ -133,7 +133,12 @@
 //     marker carrying its commit marker's message ID, as for a timeout: a duplicate
 //     answer means the batch landed (its position is returned, Stats.StaleRefusals
 //     counts it); a stored marker means it never will. The price is one replicated
-//     write, and one empty Aborted log entry, per conflict.
+//     write, and one empty Aborted log entry, per conflict. Not closed yet: a batch
+//     the new leader is still proposing when the marker is checked is not in its
+//     dedupe map, so both land and the conflict is reported for a written commit
+//     (seen right after a partition heals; TestLeaderNetworkPartition logs it). The
+//     fix to come: after a stored marker, look for the batch's own commit marker
+//     (Rl-Txn) below it through the stream leader.
 //   - Through a cut-off leader, commits fail as ErrOutcomeUnknown (a timeout that
 //     cannot be resolved) and then, as their subject stays marked in flight, as
 //     *ConflictError after InFlightRetries re-sends, with Expected equal to Actual.

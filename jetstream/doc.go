@@ -3,10 +3,10 @@
 // replicas by default), with the same commit shape as the local engine: tracked reads,
 // writes checked against the version read, events, one atomic write per commit, a
 // dense ordered log, snapshot reads at a log position and subscriptions that never
-// skip or repeat. It is the foundation the engine seam in package pipeline will be
-// designed against; the partitioned store (a partition function, a subscription over
-// all partitions) builds on Partition. /work/shared/design/SCALEOUT.md holds the study
-// behind it.
+// skip or repeat. The engine seam in package pipeline is to be designed against it,
+// so that pipeline.DB, and with it the partitioned store (package partitioned, which
+// takes one rockline database per partition), runs on Partitions. SCALEOUT.md in the
+// project's shared design folder holds the study behind it.
 //
 // # Packaging
 //

@@ -89,6 +89,14 @@ func appendEventPayload(dst []byte, idx int, id string) []byte {
 	return append(binary.AppendUvarint(dst, uint64(idx)), id...)
 }
 
+// PositionedValues returns the positioned values the store writes with
+// pipeline.Txn.PutAtCommit, by a stable name: an engine that stores a positioned
+// write's encoding by name and computes its value on every read (the JetStream
+// engine) registers them. The store writes nothing else positioned.
+func PositionedValues() map[string]pipeline.PositionedValue {
+	return map[string]pipeline.PositionedValue{"rockline.event": eventValue}
+}
+
 // eventValue is the pipeline.PositionedValue of an event record.
 func eventValue(dst []byte, pos uint64, payload []byte) []byte {
 	return append(binary.AppendUvarint(dst, pos), payload...)

@@ -119,6 +119,9 @@ func (t *Txn) commit(ctx context.Context, inline bool) (pos uint64, err error) {
 	if err := t.usable(); err != nil {
 		return 0, err
 	}
+	if t.rt != nil {
+		return t.commitRemote(ctx)
+	}
 	t.done = true
 	defer t.release()
 	db := t.db

@@ -80,6 +80,10 @@ type DB struct {
 	catchMu sync.Mutex
 
 	subscriptions
+
+	// remote is set on a DB opened with OpenEngine: its engine (remote.go). The fields
+	// above it from store to familyMu belong to the local engine and are unset then.
+	remote *remote
 }
 
 // Open opens (or creates) the database in dir. The whole Config is validated before
@@ -205,6 +209,9 @@ func (db *DB) Close() error {
 		return nil
 	}
 	defer close(db.closeDone)
+	if db.remote != nil {
+		return db.closeRemote()
+	}
 	db.subsMu.Lock() // no Subscribe can add itself after this
 	close(db.done)
 	db.subsMu.Unlock()
@@ -235,16 +242,37 @@ func (db *DB) enter() error {
 func (db *DB) leave() { db.gate.RUnlock() }
 
 // Policy returns the validation policy in use.
-func (db *DB) Policy() string { return db.val.Policy() }
+// On a DB opened with OpenEngine it is the engine's name.
+func (db *DB) Policy() string {
+	if db.remote != nil {
+		return db.remote.name
+	}
+	return db.val.Policy()
+}
 
 // BucketPoolBytes returns the memory of the validator's lock pool (0 under serial).
-func (db *DB) BucketPoolBytes() int { return db.val.PoolBytes() }
+func (db *DB) BucketPoolBytes() int {
+	if db.remote != nil {
+		return 0
+	}
+	return db.val.PoolBytes()
+}
 
 // LastPosition returns the highest published log position (0 for an empty log).
-func (db *DB) LastPosition() uint64 { return db.seq.Published() }
+// On a DB opened with OpenEngine it asks the engine, and returns the last position
+// the DB saw when the engine cannot answer.
+func (db *DB) LastPosition() uint64 {
+	if db.remote != nil {
+		return db.remoteLastPosition()
+	}
+	return db.seq.Published()
+}
 
 // StorageStats returns RocksDB's statistics for the database and each family.
 func (db *DB) StorageStats() (storage.Stats, error) {
+	if err := db.errIfRemote("DB.StorageStats"); err != nil {
+		return storage.Stats{}, err
+	}
 	s, err := db.store.Stats()
 	return s, closedErr(err)
 }

@@ -90,6 +90,9 @@ func (t *Txn) AddEvents(events ...Event) error {
 	if err := CheckEvents("Txn.AddEvents", events); err != nil {
 		return err
 	}
+	if t.rt != nil {
+		return t.remoteEvents("", 0, events)
+	}
 	t.addEvents(events)
 	return nil
 }
@@ -113,6 +116,9 @@ func (t *Txn) AddStreamEvents(stream string, first uint64, events ...Event) erro
 	}
 	if err := CheckEvents(op, events); err != nil {
 		return err
+	}
+	if t.rt != nil {
+		return t.remoteEvents(stream, first, events)
 	}
 	t.addStreamEvents(stream, first, events)
 	return nil

@@ -21,15 +21,27 @@ import (
 // the database closes; once the family is dropped, writes through it fail with
 // ErrColumnFamilyDropped while reads keep working.
 type ColumnFamily struct {
-	db *DB
-	f  *storage.Family
+	db   *DB
+	f    *storage.Family
+	name string // a remote DB's family (f is nil then)
 }
 
 // Name returns the family's name.
-func (c *ColumnFamily) Name() string { return c.f.Name() }
+func (c *ColumnFamily) Name() string {
+	if c.f == nil {
+		return c.name
+	}
+	return c.f.Name()
+}
 
-// Options returns the family's memtable options, defaults filled in.
-func (c *ColumnFamily) Options() storage.FamilyOptions { return c.f.Options() }
+// Options returns the family's memtable options, defaults filled in (zero on a DB
+// opened with OpenEngine: the engine has no memtables of rockline's).
+func (c *ColumnFamily) Options() storage.FamilyOptions {
+	if c.f == nil {
+		return storage.FamilyOptions{}
+	}
+	return c.f.Options()
+}
 
 func (db *DB) wrap(f *storage.Family) *ColumnFamily { return &ColumnFamily{db: db, f: f} }
 
@@ -45,6 +57,9 @@ func (db *DB) CreateColumnFamily(name string) (*ColumnFamily, error) {
 	}
 	if err := checkFamilyName("CreateColumnFamily", name); err != nil {
 		return nil, err
+	}
+	if db.remote != nil {
+		return db.createRemoteFamily(name)
 	}
 	db.familyMu.Lock()
 	defer db.familyMu.Unlock()
@@ -97,6 +112,9 @@ func (db *DB) ColumnFamily(name string) (*ColumnFamily, error) {
 	if isReserved(name) {
 		return nil, fmt.Errorf("rockline: family %q: %w", name, ErrColumnFamilyNotFound)
 	}
+	if db.remote != nil {
+		return db.remoteColumnFamily(name)
+	}
 	f, err := db.store.Family(name)
 	if err != nil {
 		return nil, closedErr(err)
@@ -107,6 +125,9 @@ func (db *DB) ColumnFamily(name string) (*ColumnFamily, error) {
 // Default returns the default column family, which always exists and cannot be
 // dropped. After Close it returns a handle whose every use fails with ErrClosed.
 func (db *DB) Default() *ColumnFamily {
+	if db.remote != nil {
+		return db.remoteHandle(storage.DefaultFamily)
+	}
 	f := db.store.Default()
 	if f == nil {
 		return &ColumnFamily{db: db}
@@ -116,6 +137,9 @@ func (db *DB) Default() *ColumnFamily {
 
 // ColumnFamilies returns the names of the live families, sorted, without rockline's own.
 func (db *DB) ColumnFamilies() ([]string, error) {
+	if db.remote != nil {
+		return db.remoteColumnFamilies()
+	}
 	names, err := db.store.Families()
 	if err != nil {
 		return nil, closedErr(err)
@@ -149,6 +173,9 @@ func (db *DB) DropColumnFamily(name string) error {
 	}
 	if isReserved(name) {
 		return &ArgumentError{Op: "DropColumnFamily", Arg: "name", Reason: fmt.Sprintf("%q is reserved by rockline", name)}
+	}
+	if db.remote != nil {
+		return db.dropRemoteFamily(name)
 	}
 	start := time.Now()
 	_, span := db.tracer.Start(context.Background(), tracing.SpanDropCF, trace.WithAttributes(tracing.AttrFamily.String(name)))

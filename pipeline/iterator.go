@@ -35,6 +35,19 @@ type Iterator struct {
 	// same direction moves that source without comparing keys again.
 	atBase, atOwn bool
 	err           error
+	// remote is the engine's iterator in a transaction of a DB opened with
+	// OpenEngine; the fields from f to atOwn are unused then (see fromRemote).
+	remote EngineIterator
+}
+
+// fromRemote copies the remote iterator's position after a move.
+func (it *Iterator) fromRemote() {
+	r := it.remote
+	it.valid, it.err = r.Valid(), r.Err()
+	it.key, it.value = nil, nil
+	if it.valid {
+		it.key, it.value = r.Key(), r.Value()
+	}
 }
 
 type ownEntry struct {
@@ -46,6 +59,9 @@ type ownEntry struct {
 func (t *Txn) NewIterator(cf *ColumnFamily, o IterOptions) (*Iterator, error) {
 	if err := t.usable(); err != nil {
 		return nil, err
+	}
+	if t.rt != nil {
+		return t.remoteIterator(cf, o)
 	}
 	f, err := t.db.checkFamily("Txn.NewIterator", cf)
 	if err != nil {
@@ -76,6 +92,11 @@ func (t *Txn) NewIterator(cf *ColumnFamily, o IterOptions) (*Iterator, error) {
 
 // First moves to the first key.
 func (it *Iterator) First() {
+	if it.remote != nil {
+		it.remote.First()
+		it.fromRemote()
+		return
+	}
 	it.back = false
 	it.base.First()
 	it.oi = 0
@@ -84,6 +105,11 @@ func (it *Iterator) First() {
 
 // Seek moves to the first key at or after key.
 func (it *Iterator) Seek(key []byte) {
+	if it.remote != nil {
+		it.remote.Seek(key)
+		it.fromRemote()
+		return
+	}
 	it.back = false
 	it.base.Seek(key)
 	it.oi = it.ownAtOrAfter(key)
@@ -92,6 +118,11 @@ func (it *Iterator) Seek(key []byte) {
 
 // Last moves to the last key.
 func (it *Iterator) Last() {
+	if it.remote != nil {
+		it.remote.Last()
+		it.fromRemote()
+		return
+	}
 	it.back = true
 	it.base.Last()
 	it.oi = len(it.own) - 1
@@ -100,6 +131,11 @@ func (it *Iterator) Last() {
 
 // Next moves to the next key (ascending).
 func (it *Iterator) Next() {
+	if it.remote != nil {
+		it.remote.Next()
+		it.fromRemote()
+		return
+	}
 	if !it.valid {
 		return
 	}
@@ -122,6 +158,11 @@ func (it *Iterator) Next() {
 
 // Prev moves to the previous key (descending).
 func (it *Iterator) Prev() {
+	if it.remote != nil {
+		it.remote.Prev()
+		it.fromRemote()
+		return
+	}
 	if !it.valid {
 		return
 	}
@@ -238,4 +279,10 @@ func (it *Iterator) Value() []byte { return it.value }
 func (it *Iterator) Err() error { return it.err }
 
 // Close frees the iterator; it is idempotent.
-func (it *Iterator) Close() { it.base.Close() }
+func (it *Iterator) Close() {
+	if it.remote != nil {
+		it.remote.Close()
+		return
+	}
+	it.base.Close()
+}

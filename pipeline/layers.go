@@ -27,6 +27,9 @@ func (db *DB) LayerFamily(name string) (*ColumnFamily, error) {
 	if err := storage.ValidateFamilyName(full); err != nil {
 		return nil, &ArgumentError{Op: op, Arg: "name", Reason: fmt.Sprintf("%q does not make a valid family name", name), Err: err}
 	}
+	if db.remote != nil { // the engine's families exist once written
+		return db.remoteHandle(full), nil
+	}
 	if err := db.enter(); err != nil {
 		return nil, err
 	}

@@ -70,6 +70,9 @@ func (db *DB) ReadLog(from uint64, limit int) ([]LogEntry, error) {
 	if limit < 1 || limit > maxReadLimit {
 		return nil, &ArgumentError{Op: "ReadLog", Arg: "limit", Reason: fmt.Sprintf("%d is not between 1 and %d", limit, maxReadLimit)}
 	}
+	if db.remote != nil {
+		return db.remoteReadLog(from, limit)
+	}
 	if db.closing.Load() {
 		return nil, ErrClosed
 	}
@@ -146,6 +149,9 @@ func (db *DB) gapError(missing, published uint64) error {
 func (db *DB) Entry(pos uint64) (LogEntry, error) {
 	if pos == 0 {
 		return LogEntry{}, &ArgumentError{Op: "Entry", Arg: "pos", Reason: "0 is not a log position (the log starts at 1)"}
+	}
+	if db.remote != nil {
+		return db.remoteEntry(pos)
 	}
 	es, err := db.ReadLog(pos, 1)
 	if err != nil {
@@ -238,7 +244,12 @@ func (it *LogIterator) Err() error { return it.err }
 
 // FirstPosition returns the lowest log position still held: 1, or the position
 // TruncateLog cut the log below. Positions under it read as ErrLogTruncated.
-func (db *DB) FirstPosition() uint64 { return max(db.truncated.Load(), 1) }
+func (db *DB) FirstPosition() uint64 {
+	if db.remote != nil {
+		return db.remote.eng.FirstPosition()
+	}
+	return max(db.truncated.Load(), 1)
+}
 
 // WaitForPosition returns once log position pos, and every position below it, is
 // published (at once if it already is), so an entry a reader found through a record
@@ -247,6 +258,9 @@ func (db *DB) FirstPosition() uint64 { return max(db.truncated.Load(), 1) }
 // that stopped the database (ErrStopped) if it stops. A position nobody has been
 // assigned yet is waited for like any other.
 func (db *DB) WaitForPosition(ctx context.Context, pos uint64) error {
+	if db.remote != nil {
+		return db.remoteWaitForPosition(ctx, pos)
+	}
 	for {
 		changed := db.seq.Changed()
 		if db.seq.Published() >= pos {

@@ -40,7 +40,11 @@ func newMetrics(db *DB, mp metric.MeterProvider) (*metrics, error) {
 		mp = otel.GetMeterProvider()
 	}
 	m := tracing.Meter(mp)
-	out := &metrics{policy: tracing.AttrPolicy.String(db.cfg.Validation), stages: map[string][]metric.RecordOption{}, outcomes: map[string][]metric.AddOption{}}
+	policy := db.cfg.Validation
+	if db.remote != nil {
+		policy = db.remote.name
+	}
+	out := &metrics{policy: tracing.AttrPolicy.String(policy), stages: map[string][]metric.RecordOption{}, outcomes: map[string][]metric.AddOption{}}
 	var err, e error
 	out.commits, e = m.Int64Counter(tracing.MetricCommits, metric.WithUnit("{commit}"), metric.WithDescription("Commits by policy and outcome (committed, or the error.type of the failure)."))
 	err = errors.Join(err, e)
@@ -134,6 +138,13 @@ func (g *gauges) instruments() []metric.Observable {
 // observe reports every gauge; on a closed database it reports nothing.
 func (db *DB) observe(o metric.Observer, g *gauges) error {
 	if db.closing.Load() {
+		return nil
+	}
+	if db.remote != nil { // the engine's own figures are its to report
+		o.ObserveInt64(g.lastPosition, int64(db.remote.last.Load()))
+		n, lag := db.subscriptionLag()
+		o.ObserveInt64(g.subs, int64(n))
+		o.ObserveInt64(g.subLag, int64(lag))
 		return nil
 	}
 	for i := 0; i < db.lanes.Len(); i++ {

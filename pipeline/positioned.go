@@ -41,6 +41,12 @@ type positionedPut struct {
 // (a value over the limit fails the commit with an *ArgumentError).
 func (t *Txn) PutAtCommit(cf *ColumnFamily, key, payload []byte, value PositionedValue) error {
 	const op = "Txn.PutAtCommit"
+	if t.rt != nil {
+		if err := t.usable(); err != nil {
+			return err
+		}
+		return t.remotePutAtCommit(op, cf, key, payload, value)
+	}
 	f, err := t.writable(op, cf, key)
 	if err != nil {
 		return err
@@ -59,7 +65,12 @@ func (t *Txn) PutAtCommit(cf *ColumnFamily, key, payload []byte, value Positione
 
 // EventCount returns the number of events the transaction carries so far: the index,
 // within the commit's log entry, that the next event added will have.
-func (t *Txn) EventCount() int { return len(t.events) }
+func (t *Txn) EventCount() int {
+	if t.rt != nil {
+		return t.rt.events
+	}
+	return len(t.events)
+}
 
 // putPositioned adds the PutAtCommit write p, whose value is v, to b.
 func (t *Txn) putPositioned(b *storage.Batch, p positionedPut, v []byte) error {

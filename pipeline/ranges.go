@@ -24,6 +24,12 @@ type rangeDelete struct {
 // after end; both are copied.
 func (t *Txn) DeleteRange(cf *ColumnFamily, start, end []byte) error {
 	const op = "Txn.DeleteRange"
+	if t.rt != nil {
+		if err := t.usable(); err != nil {
+			return err
+		}
+		return t.db.notSupported(op)
+	}
 	f, err := t.writable(op, cf, start)
 	if err != nil {
 		return err

@@ -38,12 +38,15 @@ func OpenSecondary(dir, secondaryDir string, cfg Config) (*DB, error) {
 }
 
 // ReadOnly reports whether the database was opened with OpenReadOnly or OpenSecondary.
-func (db *DB) ReadOnly() bool { return db.store.ReadOnly() }
+func (db *DB) ReadOnly() bool { return db.remote == nil && db.store.ReadOnly() }
 
 // CatchUp brings a secondary up to the primary's writes and publishes the log
 // positions it gained, in order, so transactions begun afterwards, the log readers and
 // subscriptions see them. It fails with ErrNotSecondary on any other database.
 func (db *DB) CatchUp() error {
+	if err := db.errIfRemote("DB.CatchUp"); err != nil {
+		return err
+	}
 	db.catchMu.Lock()
 	defer db.catchMu.Unlock()
 	if err := db.enter(); err != nil {
@@ -94,7 +97,7 @@ func (db *DB) CatchUp() error {
 
 // writable refuses a write to a read-only database.
 func (db *DB) writable() error {
-	if db.store.ReadOnly() {
+	if db.remote == nil && db.store.ReadOnly() {
 		return ErrReadOnly
 	}
 	return nil

@@ -22,6 +22,9 @@ import (
 // fail with ErrReplaying. It is how a checkpoint is brought up to date and how Rebuild
 // recreates a database from a log.
 func (db *DB) Replay(ctx context.Context, entries []LogEntry) error {
+	if err := db.errIfRemote("DB.Replay"); err != nil {
+		return err
+	}
 	if err := db.writable(); err != nil {
 		return err
 	}
@@ -220,6 +223,9 @@ func toInternal(e LogEntry) *logentry.Entry {
 // that). Rebuild reads published entries while commits may go on; the result holds the
 // log as of the moment it read the last page.
 func (db *DB) Rebuild(ctx context.Context, dir string, cfg Config) (*DB, error) {
+	if err := db.errIfRemote("DB.Rebuild"); err != nil {
+		return nil, err
+	}
 	return db.rebuild(ctx, dir, cfg, 0, nil)
 }
 

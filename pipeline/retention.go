@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -72,6 +73,9 @@ func (db *DB) putMetaUint(key []byte, x uint64) error {
 // primary deleted a file meanwhile: CatchUp and try again. On an OpenReadOnly database
 // it fails with ErrReadOnly.
 func (db *DB) Checkpoint(dir string) (uint64, error) {
+	if err := db.errIfRemote("DB.Checkpoint"); err != nil {
+		return 0, err
+	}
 	if db.store.Secondary() {
 		if err := db.enter(); err != nil {
 			return 0, err
@@ -129,6 +133,13 @@ func (db *DB) Checkpoint(dir string) (uint64, error) {
 // reads that began before the call. Stream events whose entries were removed can no
 // longer be read. Concurrent calls are serialised; the largest before wins.
 func (db *DB) TruncateLog(before uint64) error {
+	if db.remote != nil {
+		if err := db.enter(); err != nil {
+			return err
+		}
+		defer db.leave()
+		return db.remote.eng.TruncateLog(context.Background(), before)
+	}
 	if err := db.writable(); err != nil {
 		return err
 	}
@@ -166,6 +177,9 @@ func (db *DB) TruncateLog(before uint64) error {
 // log keeps it (facebook/rocksdb#11148, fixed in 8.1; test/crash reproduces it without
 // this). Errors: ErrReadOnly, a *ConfigError for start after end, ErrClosed.
 func (db *DB) CompactRange(cf *ColumnFamily, start, end []byte) error {
+	if err := db.errIfRemote("DB.CompactRange"); err != nil {
+		return err
+	}
 	if err := db.writable(); err != nil {
 		return err
 	}
@@ -196,6 +210,9 @@ func (db *DB) withFlushesSafe(fn func() error) error {
 // done and their number. With Config.DisableWAL it holds commits back during each
 // family's compaction, as CompactRange does. Errors as CompactRange's.
 func (db *DB) CompactAll(progress func(family string, done, total int)) error {
+	if err := db.errIfRemote("DB.CompactAll"); err != nil {
+		return err
+	}
 	if err := db.writable(); err != nil {
 		return err
 	}

@@ -64,6 +64,9 @@ func (db *DB) recordSettings(cfg Config) error {
 // by a rockline that did not record them). A record that does not decode is
 // ErrCorrupt.
 func (db *DB) RecordedSettings() (created, lastOpened FolderSettings, err error) {
+	if err := db.errIfRemote("DB.RecordedSettings"); err != nil {
+		return created, lastOpened, err
+	}
 	if err := db.enter(); err != nil {
 		return created, lastOpened, err
 	}
@@ -107,6 +110,9 @@ func decodeSettings(v []byte, fs *FolderSettings) error {
 // recorded as covered (0 when none did): TruncateLog may delete the log below it
 // plus one.
 func (db *DB) CheckpointedPosition() (uint64, error) {
+	if err := db.errIfRemote("DB.CheckpointedPosition"); err != nil {
+		return 0, err
+	}
 	if err := db.enter(); err != nil {
 		return 0, err
 	}

@@ -54,6 +54,9 @@ func (db *DB) Subscribe(ctx context.Context, after uint64, handler func(LogEntry
 	for _, opt := range opts {
 		opt(&o)
 	}
+	if db.remote != nil {
+		return db.subscribeRemote(ctx, after, handler)
+	}
 	db.subsMu.Lock()
 	if db.closing.Load() {
 		db.subsMu.Unlock()
@@ -169,6 +172,9 @@ type subscriptions struct {
 // subscriptionLag returns how many running subscriptions there are and the largest
 // number of published positions one of them has not handled yet.
 func (db *DB) subscriptionLag() (n int, lag uint64) {
+	if db.remote != nil {
+		return db.remoteLag()
+	}
 	published := db.seq.Published()
 	db.subsMu.Lock()
 	defer db.subsMu.Unlock()

@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"slices"
 
@@ -43,12 +44,22 @@ type Txn struct {
 	positioned []positionedPut
 	// ranges are the DeleteRange deletions, written after the other writes (ranges.go).
 	ranges []rangeDelete
+
+	// rt is set in a transaction of a DB opened with OpenEngine (remote_txn.go); the
+	// fields from snap to ranges are the local engine's and unused then.
+	rt *remoteTxn
 }
 
 // Begin starts a transaction at the current published log position. It never fails
 // itself: on a closed database the transaction's calls return ErrClosed, and while a
 // Replay holds the database they return ErrReplaying.
-func (db *DB) Begin() *Txn {
+func (db *DB) Begin() *Txn { return db.begin(context.Background()) }
+
+// begin is Begin; ctx bounds a remote engine's reads (the local engine's need none).
+func (db *DB) begin(ctx context.Context) *Txn {
+	if db.remote != nil {
+		return db.beginRemote(ctx)
+	}
 	t := &Txn{db: db}
 	if db.closing.Load() {
 		t.err, t.done = ErrClosed, true
@@ -117,6 +128,9 @@ func (t *Txn) GetUntracked(cf *ColumnFamily, key []byte) ([]byte, error) {
 func (t *Txn) get(op string, cf *ColumnFamily, key []byte, track bool) ([]byte, error) {
 	if err := t.usable(); err != nil {
 		return nil, err
+	}
+	if t.rt != nil {
+		return t.remoteGet(op, cf, key, track)
 	}
 	f, err := t.db.checkFamily(op, cf)
 	if err != nil {
@@ -215,6 +229,12 @@ func (t *Txn) writable(op string, cf *ColumnFamily, key []byte) (*storage.Family
 }
 
 func (t *Txn) write(op string, cf *ColumnFamily, key, value []byte, del bool) error {
+	if t.rt != nil {
+		if err := t.usable(); err != nil {
+			return err
+		}
+		return t.remoteWrite(op, cf, key, value, del)
+	}
 	f, err := t.writable(op, cf, key)
 	if err != nil {
 		return err
@@ -273,6 +293,10 @@ func (t *Txn) Discard() {
 // the pool. Nothing outside the Txn holds the buffers by then: the validator has
 // returned, and Get and iterators hand out copies.
 func (t *Txn) release() {
+	if t.rt != nil {
+		t.rt.eng.Discard()
+		return
+	}
 	switch {
 	case t.view != nil:
 		t.db.seq.ReleaseView(t.readPos, t.view)
@@ -291,4 +315,9 @@ func (t *Txn) release() {
 }
 
 // Len returns the number of buffered writes (0 once the transaction is done).
-func (t *Txn) Len() int { return len(t.ops) }
+func (t *Txn) Len() int {
+	if t.rt != nil && !t.done {
+		return t.rt.writes
+	}
+	return len(t.ops)
+}

@@ -28,7 +28,7 @@ func (db *DB) UpdatePosition(ctx context.Context, fn func(*Txn) error) (pos uint
 	}
 	backoff := db.cfg.RetryBackoff
 	for attempt := 1; ; attempt++ {
-		txn := db.Begin()
+		txn := db.begin(ctx)
 		if err = fn(txn); err != nil {
 			txn.Discard()
 			return 0, err

@@ -65,6 +65,9 @@ func (r *VerifyReport) problem(limit int, format string, a ...any) {
 // could not run (a closed database, ctx done, a scratch folder that exists).
 func (db *DB) Verify(ctx context.Context, opts VerifyOptions) (VerifyReport, error) {
 	const op = "Verify"
+	if err := db.errIfRemote("DB.Verify"); err != nil {
+		return VerifyReport{}, err
+	}
 	if !db.ReadOnly() {
 		return VerifyReport{}, &ArgumentError{Op: op, Arg: "db", Reason: "must be a read-only or secondary open: checkpoint a live database and verify the copy"}
 	}

@@ -2,6 +2,7 @@ package jetstream_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	"github.com/rockline/rockline/eventstore"
@@ -17,6 +18,31 @@ func TestConformance(t *testing.T) {
 	conformance.Run(t, func(t *testing.T) conformance.Engine {
 		p, _ := open(t, 3)
 		return jsEngine{p}
+	})
+}
+
+// TestConformanceThroughPipeline runs the suite through rockline's public API on the
+// JetStream engine: a *pipeline.DB from OpenDB on a fresh 3-replica partition, with
+// an eventstore.Store on it, driven by the same adapter (conformance.DB) as the local
+// engine's run.
+func TestConformanceThroughPipeline(t *testing.T) {
+	conformance.Run(t, func(t *testing.T) conformance.Engine {
+		n := streamSeq.Add(1)
+		cfg := jetstream.Config{Stream: fmt.Sprintf("RL_db_%d", n), Subject: fmt.Sprintf("rl.db.%d", n), Replicas: 3}
+		db, err := jetstream.OpenDB(ctxT(t), connect(t, 0), cfg, pipeline.Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			if err := db.Close(); err != nil {
+				t.Errorf("Close: %v", err)
+			}
+		})
+		e, err := conformance.DB(db)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e
 	})
 }
 

@@ -145,8 +145,10 @@ func (e *TruncatedError) Error() string {
 	return fmt.Sprintf("rockline/jetstream: position %d is truncated (the log starts after %d)", e.Position, e.First-1)
 }
 
-// Is reports whether target is ErrTruncated.
-func (e *TruncatedError) Is(target error) bool { return target == ErrTruncated }
+// Is reports whether target is ErrTruncated or pipeline.ErrLogTruncated.
+func (e *TruncatedError) Is(target error) bool {
+	return target == ErrTruncated || target == pipeline.ErrLogTruncated
+}
 
 // ServerError is a JetStream API error the engine has no more specific error for:
 // Code is the HTTP-like status, ErrCode JetStream's error code (10071 "wrong last

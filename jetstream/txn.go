@@ -96,7 +96,7 @@ func (t *Txn) read(ctx context.Context, family string, key []byte) (Item, bool, 
 	p := t.p
 	fs, known := t.fams[family]
 	if known {
-		if fs.Dropped {
+		if fs.Dropped && !t.revive(ctx, fs) {
 			return Item{}, false, &pipeline.DroppedError{Family: family}
 		}
 		return p.GetGen(ctx, family, fs.Generation, key, t.at)
@@ -129,6 +129,9 @@ func (t *Txn) read(ctx context.Context, family string, key []byte) (Item, bool, 
 	}
 	t.fams[family] = &st
 	p.setGenHint(family, st.Generation)
+	if st.Dropped && t.revive(ctx, &st) {
+		return p.GetGen(ctx, family, st.Generation, key, t.at)
+	}
 	switch {
 	case st.Dropped:
 		return Item{}, false, &pipeline.DroppedError{Family: family}
@@ -161,9 +164,31 @@ func (t *Txn) family(ctx context.Context, family string) (*FamilyState, error) {
 			return nil, err
 		}
 	}
+	if st.Dropped {
+		t.revive(ctx, &st)
+	}
 	t.fams[family] = &st
 	t.p.setGenHint(family, st.Generation)
 	return &st, nil
+}
+
+// revive moves the transaction to a later generation of a family that is dropped at
+// its position but was created again since (as the local engine's transaction writes
+// a family created after it began through the new handle): st becomes the family's
+// latest state, whose record the commit then checks, and the new generation, which
+// was empty when created, reads as empty at the transaction's position. It reports
+// whether the family is live now; on any error it leaves st dropped.
+func (t *Txn) revive(ctx context.Context, st *FamilyState) bool {
+	pos, err := t.p.Position(ctx)
+	if err != nil || pos <= t.at {
+		return false
+	}
+	now, err := t.p.Family(ctx, st.Family, pos)
+	if err != nil || now.Dropped || now.Generation <= st.Generation {
+		return false
+	}
+	*st = now
+	return true
 }
 
 // PutAtCommit buffers a positioned write (Write.AtCommit) of key in family: its value
@@ -379,10 +404,32 @@ func (t *Txn) Commit(ctx context.Context) (uint64, error) {
 	pos, err := t.p.Commit(ctx, c)
 	var ce *ConflictError
 	if errors.As(err, &ce) && ce.Kind == "family" {
-		// The family was dropped (and perhaps created again) after the position.
-		return 0, &pipeline.DroppedError{Family: ce.Family}
+		return 0, t.familyChanged(ctx, ce)
 	}
 	return pos, err
+}
+
+// familyChanged classifies a commit refused because a family's catalog record
+// changed after the transaction's position: dropped (and perhaps created again) is a
+// *pipeline.DroppedError, as on the local engine; a family still live in the
+// generation the transaction used was only recorded as created meanwhile (a
+// CreateFamily of a family never recorded, which keeps generation 1), and that is a
+// conflict to retry.
+func (t *Txn) familyChanged(ctx context.Context, ce *ConflictError) error {
+	dropped := &pipeline.DroppedError{Family: ce.Family}
+	fs, ok := t.fams[ce.Family]
+	if !ok {
+		return dropped
+	}
+	pos, err := t.p.Position(ctx)
+	if err != nil {
+		return dropped
+	}
+	now, err := t.p.Family(ctx, ce.Family, pos)
+	if err != nil || now.Dropped || now.Generation != fs.Generation {
+		return dropped
+	}
+	return ce
 }
 
 // Discard ends the transaction without committing.

@@ -1,0 +1,266 @@
+package jetstream
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"slices"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/rockline/rockline/eventstore"
+	"github.com/rockline/rockline/pipeline"
+)
+
+// The engine seam's JetStream side: Engine is a pipeline.Engine over one Partition,
+// so pipeline.OpenEngine gives a *pipeline.DB on it, and every layer built on the
+// public API (eventstore, partitioned, pipelinefx) runs on JetStream unchanged.
+//
+// Mapping:
+//   - A pipeline.Txn is a Txn: snapshot reads at its position, every read tracked
+//     (an untracked Get reads the same snapshot without recording a check), writes
+//     with their version as the expectation, commit as one atomic batch.
+//   - Txn.AddStreamEvents events are the commit's events with the stream and revision
+//     the layer assigned; the layer's own records (the event store's stream heads)
+//     carry the conflict check, as on the local engine.
+//   - Txn.PutAtCommit is a positioned write: the PositionedValue must be one of
+//     Config.PositionedValues (the event store's is added by OpenDB), found by
+//     function identity, because the engine stores the encoding's name and computes
+//     the value on every read (positioned.go).
+//   - Positions are commit positions: strictly increasing in commit order, but not
+//     consecutive (a commit's position is its commit marker's stream sequence, so a
+//     commit of n messages advances the position by n). The log never skips a commit
+//     and never repeats one; an abort marker that fenced out a timed-out commit is a
+//     Filler entry.
+//   - Families are the catalog's (families.go); a family the catalog does not record
+//     as created is not listed, but writing one never created is allowed, as for
+//     the layer families.
+//   - TruncateLog(before) is Truncate(before-1): positions below before are gone.
+//   - Txn.DeleteRange and the local engine's maintenance fail with a
+//     *pipeline.NotSupportedError.
+
+// EngineName is the engine's name in spans, metrics and errors.
+const EngineName = "jetstream"
+
+// Engine is a pipeline.Engine over a Partition.
+type Engine struct {
+	p         *Partition
+	encodings map[uintptr]string // PositionedValue function -> its name in Config.PositionedValues
+}
+
+var _ pipeline.Engine = (*Engine)(nil)
+
+// NewEngine returns the engine over p; closing it closes p.
+func NewEngine(p *Partition) *Engine {
+	e := &Engine{p: p, encodings: map[uintptr]string{}}
+	for name, fn := range p.cfg.PositionedValues {
+		e.encodings[reflect.ValueOf(fn).Pointer()] = name
+	}
+	return e
+}
+
+// OpenDB opens the partition cfg describes on nc and returns a *pipeline.DB on it,
+// with the event store's positioned value added to cfg.PositionedValues (so
+// eventstore.New works on the DB). dbcfg is passed to pipeline.OpenEngine. Closing
+// the DB closes the partition, not nc.
+func OpenDB(ctx context.Context, nc *nats.Conn, cfg Config, dbcfg pipeline.Config) (*pipeline.DB, error) {
+	pv := map[string]PositionedValue{}
+	for name, fn := range cfg.PositionedValues {
+		pv[name] = fn
+	}
+	for name, fn := range eventstore.PositionedValues() {
+		if _, taken := pv[name]; !taken {
+			pv[name] = fn
+		}
+	}
+	cfg.PositionedValues = pv
+	p, err := Open(ctx, nc, cfg)
+	if err != nil {
+		return nil, err
+	}
+	db, err := pipeline.OpenEngine(NewEngine(p), dbcfg)
+	if err != nil {
+		p.Close()
+		return nil, err
+	}
+	return db, nil
+}
+
+// Partition returns the engine's partition.
+func (e *Engine) Partition() *Partition { return e.p }
+
+// Name returns EngineName.
+func (e *Engine) Name() string { return EngineName }
+
+// Begin starts a Txn at the partition's latest position.
+func (e *Engine) Begin(ctx context.Context) (pipeline.EngineTxn, error) {
+	t, err := e.p.Begin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &engineTxn{e: e, t: t}, nil
+}
+
+// LastPosition is Partition.Position.
+func (e *Engine) LastPosition(ctx context.Context) (uint64, error) { return e.p.Position(ctx) }
+
+// FirstPosition returns the first position after the truncation point (1 if none).
+func (e *Engine) FirstPosition() uint64 { return e.p.truncated.Load() + 1 }
+
+// Entry is Partition.Entry as a pipeline.LogEntry.
+func (e *Engine) Entry(ctx context.Context, pos uint64) (pipeline.LogEntry, error) {
+	en, err := e.p.Entry(ctx, pos)
+	if err != nil {
+		return pipeline.LogEntry{}, err
+	}
+	return logEntry(en), nil
+}
+
+// ReadLog is Partition.ReadLog as pipeline.LogEntry values.
+func (e *Engine) ReadLog(ctx context.Context, from uint64, limit int) ([]pipeline.LogEntry, error) {
+	ens, err := e.p.ReadLog(ctx, from, limit)
+	out := make([]pipeline.LogEntry, len(ens))
+	for i, en := range ens {
+		out[i] = logEntry(en)
+	}
+	return out, err
+}
+
+// WaitForPosition is Partition.WaitForPosition.
+func (e *Engine) WaitForPosition(ctx context.Context, pos uint64) error {
+	return e.p.WaitForPosition(ctx, pos)
+}
+
+// Subscribe is Partition.Subscribe, delivering pipeline.LogEntry values.
+func (e *Engine) Subscribe(ctx context.Context, after uint64, handler func(pipeline.LogEntry) error) (pipeline.EngineSubscription, error) {
+	return e.p.Subscribe(ctx, after, func(en Entry) error { return handler(logEntry(en)) })
+}
+
+// CreateFamily is Partition.CreateFamily.
+func (e *Engine) CreateFamily(ctx context.Context, name string) error {
+	_, _, err := e.p.CreateFamily(ctx, name)
+	return err
+}
+
+// DropFamily is Partition.DropFamily; a family already dropped is not found.
+func (e *Engine) DropFamily(ctx context.Context, name string) error {
+	if _, _, err := e.p.DropFamily(ctx, name); err != nil {
+		if _, ok := err.(*pipeline.DroppedError); ok {
+			return fmt.Errorf("rockline/jetstream: DropFamily %q: %w", name, pipeline.ErrColumnFamilyNotFound)
+		}
+		return err
+	}
+	return nil
+}
+
+// Families returns the families the catalog records as live at the latest position.
+func (e *Engine) Families(ctx context.Context) ([]string, error) {
+	pos, err := e.p.Position(ctx)
+	if err != nil {
+		return nil, err
+	}
+	states, err := e.p.Families(ctx, pos)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, s := range states {
+		if s.Recorded && !s.Dropped {
+			out = append(out, s.Family)
+		}
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+// TruncateLog is Truncate(before-1).
+func (e *Engine) TruncateLog(ctx context.Context, before uint64) error {
+	if before <= 1 {
+		return nil
+	}
+	return e.p.Truncate(ctx, before-1)
+}
+
+// Close closes the partition.
+func (e *Engine) Close() error { return e.p.Close() }
+
+// logEntry converts an Entry.
+func logEntry(en Entry) pipeline.LogEntry {
+	le := pipeline.LogEntry{Position: en.Position, Time: en.Time, Filler: en.Aborted}
+	for i, ev := range en.Events {
+		le.Events = append(le.Events, pipeline.RecordedEvent{Stream: ev.Stream, Revision: ev.Revision, Position: en.Position, Index: i, Time: en.Time, Event: ev.Event})
+	}
+	for _, w := range en.Writes {
+		le.Writes = append(le.Writes, pipeline.LogWrite{Family: w.Family, Generation: int(max(w.Generation, 1)), Key: w.Key, Value: w.Value, Delete: w.Delete})
+	}
+	for _, f := range en.Families {
+		le.Families = append(le.Families, pipeline.FamilyChange{Family: f.Family, Generation: int(f.Generation), Dropped: f.Dropped})
+	}
+	return le
+}
+
+// engineTxn is a pipeline.EngineTxn over a Txn.
+type engineTxn struct {
+	e *Engine
+	t *Txn
+}
+
+func (x *engineTxn) ReadPosition() uint64 { return x.t.at }
+
+func (x *engineTxn) Get(ctx context.Context, family string, key []byte, track bool) ([]byte, bool, error) {
+	if track {
+		return x.t.Get(ctx, family, key)
+	}
+	t := x.t
+	if t.done {
+		return nil, false, ErrTxnDone
+	}
+	if w, ok := t.writes[txnKey(family, key)]; ok {
+		return w.Value, !w.Delete, nil
+	}
+	it, found, err := t.read(ctx, family, key)
+	return it.Value, found, err
+}
+
+func (x *engineTxn) NewIterator(ctx context.Context, family string, o pipeline.IterOptions) (pipeline.EngineIterator, error) {
+	it, err := x.t.NewIterator(ctx, family, IterOptions{Lower: o.Lower, Upper: o.Upper})
+	if err != nil {
+		return nil, err
+	}
+	return it, nil
+}
+
+func (x *engineTxn) Put(family string, key, value []byte) error { return x.t.Put(family, key, value) }
+
+func (x *engineTxn) Delete(family string, key []byte) error { return x.t.Delete(family, key) }
+
+func (x *engineTxn) PutAtCommit(family string, key, payload []byte, value pipeline.PositionedValue) error {
+	name, ok := x.e.encodings[reflect.ValueOf(value).Pointer()]
+	if !ok {
+		return &ArgumentError{Op: "Txn.PutAtCommit", Arg: "value", Reason: "is not one of the partition's Config.PositionedValues (the JetStream engine stores an encoding's name and computes the value on every read)"}
+	}
+	return x.t.PutAtCommit(family, key, payload, name)
+}
+
+func (x *engineTxn) AddEvents(stream string, first uint64, events []pipeline.Event) error {
+	t := x.t
+	if t.done {
+		return ErrTxnDone
+	}
+	for i, ev := range events {
+		ev.Data, ev.Metadata = cloneBytes(ev.Data), cloneBytes(ev.Metadata)
+		t.events = append(t.events, Event{Stream: stream, Revision: first + uint64(i), Event: ev})
+	}
+	return nil
+}
+
+func (x *engineTxn) Commit(ctx context.Context) (uint64, error) { return x.t.Commit(ctx) }
+
+func (x *engineTxn) Discard() { x.t.Discard() }
+
+func cloneBytes(b []byte) []byte {
+	if b == nil {
+		return nil
+	}
+	return append([]byte(nil), b...)
+}

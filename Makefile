@@ -12,7 +12,7 @@ JAEGER_VERSION ?= v1.76.0
 JAEGER_CACHE   ?= $(HOME)/.cache/rockline
 JAEGER_BIN     ?= $(JAEGER_CACHE)/jaeger-$(JAEGER_VERSION)
 
-.PHONY: all deps bench-deps build test demo bench bench-go fmt lint vet clean jaeger jaeger-demo crash soak nats-server test-jetstream
+.PHONY: all deps bench-deps build test demo bench bench-go fmt lint vet clean jaeger jaeger-demo crash soak nats-server test-jetstream demo-cluster
 
 all: build
 
@@ -116,6 +116,13 @@ nats-server:
 	  CGO_ENABLED=0 GOBIN=$$TMPBIN $(GO) install github.com/nats-io/nats-server/v2@$(NATS_SERVER_VERSION) && \
 	  mv "$$TMPBIN/nats-server" "$(NATS_SERVER_BIN)" && rmdir "$$TMPBIN"; \
 	fi
+
+# demo-cluster runs the orders example on a 3-node NATS JetStream cluster on
+# 127.0.0.1 (the nats-server binary built from the module proxy and cached, as
+# Jaeger's is): the same service code as `make demo`, one partition with 3 replicas,
+# through the jetstreamfx module. PORT_BASE=N moves its ports (default 14222..).
+demo-cluster: deps nats-server
+	bash jetstream/examples/orders/cluster.sh "$(NATS_SERVER_BIN)"
 
 # test-jetstream runs the JetStream engine's module (its own go.mod) with -race,
 # against the embedded 3-node cluster its TestMain starts on 127.0.0.1: its own tests

@@ -19,6 +19,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/rockline/rockline/eventstore"
+	"github.com/rockline/rockline/examples/orders/ordersapp"
 	"github.com/rockline/rockline/jetstream"
 	"github.com/rockline/rockline/jetstream/jetstreamfx"
 	"github.com/rockline/rockline/jetstream/jstest"
@@ -162,4 +163,27 @@ func TestBadSettingsFailStart(t *testing.T) {
 			t.Fatalf("start = %v; want nats.ErrNoServers", err)
 		}
 	})
+}
+
+// TestOrdersExample runs the orders example's service (examples/orders/ordersapp,
+// which make demo-cluster runs) on a DB from the module: its own checks (the rules,
+// a stale append refused, the projection matching the streams) hold on JetStream.
+func TestOrdersExample(t *testing.T) {
+	var db *pipeline.DB
+	app := fxtest.New(t,
+		fx.Supply(jetstreamfx.Settings{URL: strings.Join(cluster.URLs(), ","), Partition: partition()}),
+		jetstreamfx.Module,
+		fx.Populate(&db),
+	)
+	app.RequireStart()
+	defer app.RequireStop()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var out strings.Builder
+	if err := ordersapp.Run(ctx, db, &out); err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	if !strings.Contains(out.String(), "projection matches the streams: true") {
+		t.Fatalf("output:\n%s", out.String())
+	}
 }

@@ -11,7 +11,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nuid"
 	"github.com/rockline/rockline/pipeline"
 )
 
@@ -76,6 +75,10 @@ type Commit struct {
 	// Families makes the commit conditional on families' catalog records (see
 	// FamilyCheck): a drop or re-creation since they were read fails it.
 	Families []FamilyCheck
+	// After, when set, is a position the commit is known to land above (a Txn's read
+	// position: its checks hold only there). It bounds the search that settles a
+	// batch fenced out while it was being proposed (fence.go); 0: bounded by time.
+	After uint64
 }
 
 // Header names the engine stores.
@@ -146,9 +149,14 @@ func (p *Partition) Commit(ctx context.Context, c *Commit) (uint64, error) {
 func (p *Partition) commit(ctx context.Context, c *Commit, msgs []*nats.Msg, checks []check) (uint64, error) {
 	var leaderless time.Time // the first "no responders" answer of a leaderless spell
 	leaderlessRetries := 0
+	// id is the batch's ID; it changes only once the previous batch is proved never to
+	// land (an abort marker stored with its marker's message ID): a batch re-sent
+	// after "subject in flight" keeps it, so if the first one landed after all (a
+	// refusal from a stale leader), the marker's message ID answers the re-send as a
+	// duplicate and duplicate finds the first one's position.
+	b := newBatch(c.After)
 	for attempt := 0; ; attempt++ {
-		id := nuid.Next()
-		ack, aerr, sent, err := p.publishBatch(ctx, id, msgs)
+		ack, aerr, wentOut, err := p.publishBatch(ctx, b.id, msgs)
 		switch {
 		case errors.Is(err, nats.ErrNoResponders):
 			// The commit message reached no subscriber (the stream is between
@@ -164,22 +172,24 @@ func (p *Partition) commit(ctx context.Context, c *Commit, msgs []*nats.Msg, che
 				if backoff(ctx, leaderlessRetries) == nil {
 					leaderlessRetries++
 					attempt-- // bounded by time, not by InFlightRetries
+					b = newBatch(c.After)
 					continue
 				}
 			}
 			return 0, fmt.Errorf("%w: no stream leader answered for %v: %w", ErrTimeout, time.Since(leaderless).Round(time.Millisecond), err)
-		case err != nil && (isTimeout(err) || sent):
+		case err != nil && (isTimeout(err) || wentOut):
 			// A timeout, or any failure once the commit message may have gone out (a
 			// connection lost after sending it): the batch may have landed, so it is
 			// settled by an abort marker, never sent again blindly.
 			p.stats.timeouts.Add(1)
-			pos, rerr := p.resolve(ctx, id, err)
+			pos, rerr := p.resolve(ctx, b, err)
 			if !errors.Is(rerr, ErrTimeout) || ctx.Err() != nil || attempt >= p.cfg.InFlightRetries {
 				return pos, rerr
 			}
 			// Proved not written (and never to be): sending a new batch is the same
-			// as sending the first one.
+			// as sending the first one. Its ID is fenced out now: take another.
 			p.stats.retried.Add(1)
+			b = newBatch(c.After)
 			continue
 		case err != nil:
 			return 0, fmt.Errorf("rockline/jetstream: Commit: %w", err)
@@ -188,20 +198,20 @@ func (p *Partition) commit(ctx context.Context, c *Commit, msgs []*nats.Msg, che
 		}
 		switch aerr.ErrCode {
 		case codeWrongLastSeq:
-			return p.fenceRefusal(ctx, id, p.nameConflict(ctx, checks, aerr.serverError("Commit")))
+			return p.fenceRefusal(ctx, b, p.nameConflict(ctx, checks, aerr.serverError("Commit")))
 		case codeSubjectInFlight:
 			// The server clears a subject's in-flight mark after it acks, so this
 			// may come from a commit that has already finished: re-read, and send
 			// again only if nothing this commit expects has changed.
 			if cerr := p.recheck(ctx, checks, aerr.serverError("Commit")); cerr != nil {
-				return p.fenceRefusal(ctx, id, cerr)
+				return p.fenceRefusal(ctx, b, cerr)
 			}
 			if attempt >= p.cfg.InFlightRetries {
-				return p.fenceRefusal(ctx, id, checks[0].conflict(checks[0].version, fmt.Errorf("still in flight after %d attempts: %w", attempt+1, aerr.serverError("Commit"))))
+				return p.fenceRefusal(ctx, b, checks[0].conflict(checks[0].version, fmt.Errorf("still in flight after %d attempts: %w", attempt+1, aerr.serverError("Commit"))))
 			}
 			p.stats.inFlight.Add(1)
 		case codeDuplicateMsgID:
-			pos, err := p.duplicate(ctx, c)
+			pos, err := p.duplicate(ctx, b.id, c)
 			if err == nil {
 				p.stats.duplicates.Add(1)
 			}
@@ -213,6 +223,8 @@ func (p *Partition) commit(ctx context.Context, c *Commit, msgs []*nats.Msg, che
 				return 0, aerr.serverError("Commit")
 			}
 			p.stats.retried.Add(1)
+			// A fresh ID: the server may still hold the abandoned batch's staging.
+			b = newBatch(c.After)
 		default:
 			return 0, aerr.serverError("Commit")
 		}
@@ -470,8 +482,8 @@ func (p *Partition) publishBatch(ctx context.Context, id string, msgs []*nats.Ms
 // published, as for a timeout (resolve): answered as a duplicate, the batch landed and
 // its position is returned; stored, the batch can never land and conflict stands. It
 // costs one replicated write, and an Aborted log entry, per conflict.
-func (p *Partition) fenceRefusal(ctx context.Context, id string, conflict error) (uint64, error) {
-	pos, err := p.resolve(ctx, id, conflict)
+func (p *Partition) fenceRefusal(ctx context.Context, b batch, conflict error) (uint64, error) {
+	pos, err := p.resolve(ctx, b, conflict)
 	switch {
 	case err == nil:
 		p.stats.staleRefusals.Add(1)
@@ -487,7 +499,8 @@ func (p *Partition) fenceRefusal(ctx context.Context, id string, conflict error)
 // the abort as a duplicate with the commit's position; if the abort lands, the commit
 // can no longer land (its marker would now be the duplicate). It never resends the
 // commit itself. It runs for at most ResolveTimeout, past ctx's end.
-func (p *Partition) resolve(ctx context.Context, id string, cause error) (uint64, error) {
+func (p *Partition) resolve(ctx context.Context, b batch, cause error) (uint64, error) {
+	id := b.id
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.cfg.ResolveTimeout)
 	defer cancel()
 	for attempt := 0; ; attempt++ {
@@ -506,6 +519,16 @@ func (p *Partition) resolve(ctx context.Context, id string, cause error) (uint64
 			case ack.Error == nil && ack.Duplicate:
 				return ack.Seq, nil
 			case ack.Error == nil:
+				// Stored: the batch can no longer land, but it may have landed just
+				// before, while it was being proposed (fence.go).
+				pos, found, err := p.landedBelow(rctx, b, ack.Seq)
+				switch {
+				case err != nil:
+					return 0, fmt.Errorf("%w: batch %s: %w (publish: %w)", ErrOutcomeUnknown, id, err, cause)
+				case found:
+					p.stats.landedBelow.Add(1)
+					return pos, nil
+				}
 				return 0, fmt.Errorf("%w: batch %s fenced out by the abort marker at %d (publish: %w)", ErrTimeout, id, ack.Seq, cause)
 			case ack.Error.ErrCode != codeDuplicateInFlight:
 				return 0, fmt.Errorf("%w: batch %s: abort refused: %w (publish: %w)", ErrOutcomeUnknown, id, ack.Error.serverError("Commit"), cause)
@@ -576,9 +599,14 @@ func (p *Partition) nameConflict(ctx context.Context, checks []check, cause erro
 }
 
 // duplicate handles a batch refused because a message ID is already stored (10201,
-// which carries no sequence): each event ID is looked up with a probe, and if all of
-// them belong to one commit that commit's position is returned.
-func (p *Partition) duplicate(ctx context.Context, c *Commit) (uint64, error) {
+// which carries no sequence). The batch's own commit marker ID first: stored, this
+// batch ID landed before (a re-send after a refusal that came from a stale leader)
+// and its position is the marker's. Then each event ID is looked up with a probe, and
+// if all of them belong to one commit that commit's position is returned.
+func (p *Partition) duplicate(ctx context.Context, id string, c *Commit) (uint64, error) {
+	if pos, found, err := p.ownMarker(ctx, id); err != nil || found {
+		return pos, err
+	}
 	var pos uint64
 	var firstDup string
 	all := true
@@ -605,12 +633,49 @@ func (p *Partition) duplicate(ctx context.Context, c *Commit) (uint64, error) {
 		}
 	}
 	if firstDup == "" {
-		return 0, &ServerError{Op: "Commit", Code: 400, ErrCode: codeDuplicateMsgID, Description: "duplicate message id, but no event id of the commit is stored"}
+		// The server holds one of the batch's message IDs, and it is none of its
+		// events': its commit marker's, which the probe did not see (answered by a
+		// leader cut off from the others, or a replica behind). Ask again until
+		// ReadTimeout; the batch landed if it is ours.
+		rctx, cancel := deadline(ctx, p.cfg.ReadTimeout)
+		defer cancel()
+		for attempt := 0; backoff(rctx, attempt) == nil; attempt++ {
+			if pos, found, err := p.ownMarker(rctx, id); err == nil && found {
+				return pos, nil
+			}
+		}
+		return 0, fmt.Errorf("%w: batch %s: the server holds one of its message IDs (10201), but neither its commit marker nor an event of it was found", ErrOutcomeUnknown, id)
 	}
 	if !all {
 		return 0, &DuplicateEventError{ID: firstDup, Position: pos}
 	}
 	return pos, nil
+}
+
+// ownMarker reports the position of batch id's commit marker if it is stored: the
+// probe of its message ID answers with a sequence, and the message there is a commit
+// marker of that batch (an abort marker carries the same message ID; it is not).
+func (p *Partition) ownMarker(ctx context.Context, id string) (uint64, bool, error) {
+	seq, found, err := p.probe(ctx, msgIDTxn+id)
+	if err != nil || !found {
+		return 0, false, err
+	}
+	rctx, cancel := deadline(ctx, p.cfg.ReadTimeout)
+	defer cancel()
+	for attempt := 0; ; attempt++ {
+		msgs, _, err := p.batchBySeq(rctx, "Commit", seq, 1)
+		if err != nil {
+			return 0, false, err
+		}
+		if len(msgs) > 0 && msgSeq(msgs[0]) == seq {
+			m := msgs[0]
+			return seq, m.Header.Get(hdrTxn) == id && m.Header.Get(hdrAbort) == "", nil
+		}
+		// The replica that answered has not applied seq yet.
+		if err := backoff(rctx, attempt); err != nil {
+			return 0, false, fmt.Errorf("rockline/jetstream: Commit: reading the stored marker of batch %s at %d: %w", id, seq, err)
+		}
+	}
 }
 
 // probe asks whether the message ID id is stored within the dedupe window and at

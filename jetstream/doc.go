@@ -3,10 +3,12 @@
 // replicas by default), with the same commit shape as the local engine: tracked reads,
 // writes checked against the version read, events, one atomic write per commit, a
 // dense ordered log, snapshot reads at a log position and subscriptions that never
-// skip or repeat. The engine seam in package pipeline is to be designed against it,
-// so that pipeline.DB, and with it the partitioned store (package partitioned, which
-// takes one rockline database per partition), runs on Partitions. SCALEOUT.md in the
-// project's shared design folder holds the study behind it.
+// skip or repeat. Engine implements pipeline.Engine over a Partition (engine.go), so
+// pipeline.OpenEngine, or OpenDB here, gives a *pipeline.DB on JetStream and every
+// layer on the core's public API runs on it unchanged: the event store, projections,
+// the partitioned store (package partitioned, one rockline database per partition),
+// the fx module (package jetstreamfx). SCALEOUT.md in the project's shared design
+// folder holds the study behind it.
 //
 // # Packaging
 //
@@ -94,8 +96,8 @@
 // recognises an append already made (all event IDs at the revisions expected), as the
 // event store's Append does. ReadStream reads a stream's events with an ordered
 // consumer. The core's conformance suite (github.com/rockline/rockline/test/conformance)
-// runs against a Partition through these (conformance_test.go), and against the local
-// engine in the core.
+// runs against a Partition through these, and through the public API on a DB from
+// OpenDB with the same adapter as the local engine's run (conformance_test.go).
 //
 // # Positioned writes, entries by position, family generations
 //
@@ -133,12 +135,16 @@
 //     marker carrying its commit marker's message ID, as for a timeout: a duplicate
 //     answer means the batch landed (its position is returned, Stats.StaleRefusals
 //     counts it); a stored marker means it never will. The price is one replicated
-//     write, and one empty Aborted log entry, per conflict. Not closed yet: a batch
-//     the new leader is still proposing when the marker is checked is not in its
-//     dedupe map, so both land and the conflict is reported for a written commit
-//     (seen right after a partition heals; TestLeaderNetworkPartition logs it). The
-//     fix to come: after a stored marker, look for the batch's own commit marker
-//     (Rl-Txn) below it through the stream leader.
+//     write, and one empty Aborted log entry, per conflict. A batch the new leader is
+//     still proposing when the marker is checked is not in its dedupe map, so both
+//     land, the batch first: after a stored marker the engine reads the commit
+//     markers just below it and reports the batch committed if its Rl-Txn is there
+//     (fence.go, Stats.LandedBelow): those between the transaction's read position
+//     and the marker; for a raw Commit without Commit.After, those younger than the
+//     batch's first send less 2 s (a client clock more than 2 s ahead of the server's
+//     could stop that search early). A refusal with "subject in flight" is re-sent
+//     under the same batch ID, so if the refused copy landed after all, the re-send
+//     is answered as a duplicate of its commit marker and its position returned.
 //   - Through a cut-off leader, commits fail as ErrOutcomeUnknown (a timeout that
 //     cannot be resolved) and then, as their subject stays marked in flight, as
 //     *ConflictError after InFlightRetries re-sends, with Expected equal to Actual.

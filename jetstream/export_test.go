@@ -1,12 +1,22 @@
 package jetstream
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 // Hooks for the external tests: the timeout resolution, without a real timeout.
 
 // ResolveForTest runs the resolution of a timed-out commit for batch id.
 func (p *Partition) ResolveForTest(ctx context.Context, id string) (uint64, error) {
-	return p.resolve(ctx, id, context.DeadlineExceeded)
+	return p.resolve(ctx, batch{id: id, sent: time.Now()}, context.DeadlineExceeded)
+}
+
+// LandedBelowForTest runs the search for batch id's commit marker below an abort
+// marker at abort, for a batch first sent at sent, of a commit known to land above
+// after (0: unknown).
+func (p *Partition) LandedBelowForTest(ctx context.Context, id string, abort uint64, sent time.Time, after uint64) (uint64, bool, error) {
+	return p.landedBelow(ctx, batch{id: id, sent: sent, after: after}, abort)
 }
 
 // PublishWithIDForTest publishes c as the batch id (no retries, no resolution) and

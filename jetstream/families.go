@@ -40,9 +40,10 @@ import (
 // of one family check copies chosen at random, so they collide only when two pick the
 // same copy at once, and such a collision is re-read and re-sent, not a conflict.
 //
-// What is left to the caller (the engine seam): purging a dropped generation
-// (PurgeGeneration) once no reader needs it at an older position, and deciding
-// whether a raw Partition.Commit (not a Txn) carries FamilyChecks.
+// What is left to the caller: purging a dropped generation (PurgeGeneration) once no
+// reader needs it at an older position (the engine seam does not purge: a DB on
+// JetStream keeps dropped generations' keys until the application purges them), and
+// deciding whether a raw Partition.Commit (not a Txn) carries FamilyChecks.
 
 // FamilyShards is how many copies of each family's catalog record the stream holds.
 const FamilyShards = 16

@@ -53,10 +53,6 @@ type faultLoad struct {
 	mu       sync.Mutex
 	outcomes []outcome
 	acks     map[string]*atomic.Int64
-
-	// tolerateStaleRefusals makes verify log, not fail on, the known defect of a
-	// stale leader's refusal (see staleRefusalsKnown): the partition test sets it.
-	tolerateStaleRefusals bool
 }
 
 func newFaultLoad(t *testing.T, ctx context.Context) *faultLoad {
@@ -323,28 +319,7 @@ func firstSeq(e jetstream.Entry) uint64 {
 // faultFigures is what a failover test reports.
 type faultFigures struct {
 	acked, aborted, unknown, unknownLanded int
-	// refusedStored lists commits reported as conflicts that are in the log anyway,
-	// when verify tolerates them (tolerateStaleRefusals; see staleRefusalsKnown).
-	refusedStored []string
 }
-
-// staleRefusalsKnown: a known defect of the engine, seen after a network partition
-// heals. A leader cut off from the others keeps leading its old term for up to 10 s
-// (lostQuorumInterval in nats-server's raft.go); once healed, a publish reaches it and
-// the new leader alike, it refuses at once while the new leader stores the batch, and
-// the refusal can be the first answer. Commit fences every refusal with an abort
-// marker before reporting a conflict (Partition.fenceRefusal), which settles the
-// batches already stored (the marker is a duplicate); a batch still being proposed
-// when the marker is checked is not in the dedupe map yet, so both land and the
-// conflict is reported for a written commit. Until the fence also looks for the
-// batch's own commit marker below the abort marker, the partition test logs these
-// (refusedStored) instead of failing; ROCKLINE_FAILOVER_STRICT=1 fails on them. The
-// stop and SIGKILL tests never tolerate them.
-const staleRefusalsKnown = true
-
-// strictFailover (ROCKLINE_FAILOVER_STRICT=1) fails the partition test on the known
-// defect above.
-var strictFailover = os.Getenv("ROCKLINE_FAILOVER_STRICT") != ""
 
 // verify reads the whole log back through a new subscription on p and checks it
 // against the outcomes: every acknowledged commit once at its position with its
@@ -461,11 +436,7 @@ func (l *faultLoad) verify(t *testing.T, p *jetstream.Partition, f *follower) fa
 				}
 			}
 			msg := fmt.Sprintf("entry %s at %d (stored %v) was neither acknowledged nor of unknown outcome (refused as a conflict: %v): %v", id, e.Position, e.Time.Format("15:04:05.000"), refused, what)
-			if refused && l.tolerateStaleRefusals && staleRefusalsKnown && !strictFailover {
-				fig.refusedStored = append(fig.refusedStored, msg)
-			} else {
-				t.Error(msg)
-			}
+			t.Error(msg)
 		}
 	}
 	for pos, o := range acked {

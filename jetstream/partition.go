@@ -155,7 +155,7 @@ type Partition struct {
 
 	truncated atomic.Uint64 // positions below this are gone (0: none)
 	gens      sync.Map      // family -> uint64: the generation last seen current (families.go)
-	stats     struct{ commits, conflicts, inFlight, retried, duplicates, timeouts, fenceWaits, staleRefusals atomic.Uint64 }
+	stats     struct{ commits, conflicts, inFlight, retried, duplicates, timeouts, fenceWaits, staleRefusals, landedBelow atomic.Uint64 }
 
 	closed atomic.Bool
 	mu     sync.Mutex
@@ -251,13 +251,18 @@ type Stats struct {
 	// StaleRefusals counts refused batches that the abort marker showed had landed
 	// (a refusal from a leader cut off from the others; see Commit).
 	StaleRefusals uint64
+	// LandedBelow counts fenced batches found stored just below their abort marker:
+	// the batch was being proposed when the marker passed the dedupe check (fence.go).
+	// Each is reported as committed.
+	LandedBelow uint64
 }
 
 // Stats returns the partition's counters.
 func (p *Partition) Stats() Stats {
 	s := &p.stats
 	return Stats{Commits: s.commits.Load(), Conflicts: s.conflicts.Load(), InFlight: s.inFlight.Load(), Retried: s.retried.Load(),
-		Duplicates: s.duplicates.Load(), Timeouts: s.timeouts.Load(), FenceWaits: s.fenceWaits.Load(), StaleRefusals: s.staleRefusals.Load()}
+		Duplicates: s.duplicates.Load(), Timeouts: s.timeouts.Load(), FenceWaits: s.fenceWaits.Load(), StaleRefusals: s.staleRefusals.Load(),
+		LandedBelow: s.landedBelow.Load()}
 }
 
 // Close ends every running subscription and waits for their goroutines; later calls

@@ -2,6 +2,7 @@ package jetstream_test
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -101,5 +102,51 @@ func TestCommitWithoutLeader(t *testing.T) {
 	openOn(t, connect(t, 0), cfg) // creates the stream again
 	if err := <-done; err != nil {
 		t.Fatalf("commit once the stream is back: %v", err)
+	}
+}
+
+// The hole an abort marker leaves: a batch still being proposed when the marker
+// passes the dedupe check lands just below it. The search below the marker finds the
+// batch's commit marker among the commit markers of a window that grows while its
+// markers are younger than the batch's first send, also across more than one window
+// of other commits, and finds nothing for a batch that never landed.
+func TestLandedBelowAbortMarker(t *testing.T) {
+	ctx := ctxT(t)
+	p, cfg := open(t, 3)
+	sent := time.Now()
+	landed, err := p.PublishWithIDForTest(ctx, "batch-proposed", &jetstream.Commit{Writes: []jetstream.Write{{Family: "f", Key: []byte("k"), Value: []byte("v"), Blind: true}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// More commits than the first window holds land between the batch and the marker.
+	for i := range 700 {
+		if _, err := p.Commit(ctx, &jetstream.Commit{Writes: []jetstream.Write{{Family: "f", Key: fmt.Appendf(nil, "o%d", i), Value: []byte("v"), Blind: true}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The abort marker as it lands when the dedupe check missed the batch: stored,
+	// with the batch's ID, on the commit subject.
+	js, err := natsjs.New(connect(t, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := nats.NewMsg(cfg.Subject + ".c")
+	m.Header.Set("Rl-Abort", "batch-proposed")
+	ack, err := js.PublishMsg(ctx, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, after := range []uint64{0, landed - 1} { // bounded by time; by the read position
+		pos, found, err := p.LandedBelowForTest(ctx, "batch-proposed", ack.Sequence, sent, after)
+		if err != nil || !found || pos != landed {
+			t.Fatalf("after %d: search below the marker at %d: %d %v %v; want the batch at %d", after, ack.Sequence, pos, found, err, landed)
+		}
+		if _, found, err := p.LandedBelowForTest(ctx, "batch-never", ack.Sequence, sent, after); err != nil || found {
+			t.Fatalf("after %d: search for a batch that never landed: found %v, %v", after, found, err)
+		}
+	}
+	// A read position above the batch excludes it: the search reads only above it.
+	if _, found, err := p.LandedBelowForTest(ctx, "batch-proposed", ack.Sequence, sent, landed); err != nil || found {
+		t.Fatalf("search above the batch's own position: found %v, %v", found, err)
 	}
 }

@@ -358,7 +358,7 @@ func (t *Txn) Commit(ctx context.Context) (uint64, error) {
 	if len(t.writes) == 0 && len(t.events) == 0 && len(t.positioned) == 0 {
 		return t.already, nil // nothing to send; appends found already made report theirs
 	}
-	c := &Commit{Events: t.events}
+	c := &Commit{Events: t.events, After: t.at}
 	for _, k := range t.order {
 		w := t.writes[k]
 		r, read := t.reads[k]

@@ -118,14 +118,8 @@ func open(dir string, cfg Config, mode openMode) (*DB, error) {
 	if err != nil {
 		return nil, closedErr(err)
 	}
-	db := &DB{cfg: cfg, store: st, fp: validators.NewFingerprinter()}
-	db.done = make(chan struct{})
-	db.closeDone = make(chan struct{})
-	tp := cfg.TracerProvider
-	if tp == nil {
-		tp = otel.GetTracerProvider()
-	}
-	db.tracer = tp.Tracer(tracing.ScopeName)
+	db := newDB(cfg)
+	db.store, db.fp = st, validators.NewFingerprinter()
 	if db.log, err = st.Family(logFamily); err != nil {
 		st.Close()
 		return nil, err
@@ -198,6 +192,18 @@ func open(dir string, cfg Config, mode openMode) (*DB, error) {
 		}
 	}
 	return db, nil
+}
+
+// newDB returns a DB with what it needs on any engine: its config, channels and tracer.
+func newDB(cfg Config) *DB {
+	db := &DB{cfg: cfg, closeDone: make(chan struct{})}
+	db.done = make(chan struct{})
+	tp := cfg.TracerProvider
+	if tp == nil {
+		tp = otel.GetTracerProvider()
+	}
+	db.tracer = tp.Tracer(tracing.ScopeName)
+	return db
 }
 
 // Close stops admitting commits, lets every queued and running commit finish, and

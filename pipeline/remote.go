@@ -6,7 +6,6 @@ import (
 	"slices"
 	"sync/atomic"
 
-	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
@@ -41,14 +40,8 @@ func (r *remote) saw(pos uint64) {
 
 // openRemote is OpenEngine after the checks.
 func openRemote(e Engine, cfg Config) (*DB, error) {
-	db := &DB{cfg: cfg, remote: &remote{eng: e, name: e.Name()}}
-	db.done = make(chan struct{})
-	db.closeDone = make(chan struct{})
-	tp := cfg.TracerProvider
-	if tp == nil {
-		tp = otel.GetTracerProvider()
-	}
-	db.tracer = tp.Tracer(tracing.ScopeName)
+	db := newDB(cfg)
+	db.remote = &remote{eng: e, name: e.Name()}
 	var err error
 	if db.metrics, err = newMetrics(db, cfg.MeterProvider); err != nil {
 		return nil, fmt.Errorf("rockline: metrics: %w", err)
@@ -208,31 +201,11 @@ func (db *DB) remoteWaitForPosition(ctx context.Context, pos uint64) error {
 	return err
 }
 
-// subscribeRemote is Subscribe on a remote engine: the engine's subscription, with
-// the Subscription's position kept here and its end tied to Close.
-func (db *DB) subscribeRemote(ctx context.Context, after uint64, handler func(LogEntry) error) (*Subscription, error) {
-	db.subsMu.Lock()
-	if db.closing.Load() {
-		db.subsMu.Unlock()
-		return nil, ErrClosed
-	}
-	db.subs.Add(1)
-	ctx, cancel := context.WithCancel(ctx)
-	s := &Subscription{cancel: cancel, done: make(chan struct{})}
-	s.pos.Store(after)
-	if db.active == nil {
-		db.active = make(map[*Subscription]struct{})
-	}
-	db.active[s] = struct{}{}
-	db.subsMu.Unlock()
-	end := func() {
-		db.subsMu.Lock()
-		delete(db.active, s)
-		db.subsMu.Unlock()
-		cancel()
-		db.subs.Done()
-	}
-	es, err := db.remote.eng.Subscribe(ctx, after, func(e LogEntry) error {
+// subscribeRemote is Subscribe on a remote engine for s (registered by
+// addSubscription, its goroutine's context ctx): the engine's subscription, with the
+// Subscription's position kept here and its end tied to Close.
+func (db *DB) subscribeRemote(ctx context.Context, s *Subscription, handler func(LogEntry) error) (*Subscription, error) {
+	es, err := db.remote.eng.Subscribe(ctx, s.pos.Load(), func(e LogEntry) error {
 		if err := handler(e); err != nil {
 			return err
 		}
@@ -241,11 +214,11 @@ func (db *DB) subscribeRemote(ctx context.Context, after uint64, handler func(Lo
 		return nil
 	})
 	if err != nil {
-		end()
+		db.removeSubscription(s)
 		return nil, err
 	}
 	go func() { // owned by s: ends with the engine's subscription
-		defer end()
+		defer db.removeSubscription(s)
 		defer close(s.done)
 		select {
 		case <-es.Done():

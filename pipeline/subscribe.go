@@ -54,13 +54,29 @@ func (db *DB) Subscribe(ctx context.Context, after uint64, handler func(LogEntry
 	for _, opt := range opts {
 		opt(&o)
 	}
-	if db.remote != nil {
-		return db.subscribeRemote(ctx, after, handler)
+	s, ctx, err := db.addSubscription(ctx, after)
+	if err != nil {
+		return nil, err
 	}
+	if db.remote != nil {
+		return db.subscribeRemote(ctx, s, handler)
+	}
+	go func() {
+		defer db.removeSubscription(s)
+		defer close(s.done)
+		s.err = db.follow(ctx, s, handler, o)
+	}()
+	return s, nil
+}
+
+// addSubscription registers a Subscription at after, with the context its goroutine
+// runs under, or fails with ErrClosed once Close began. Its goroutine ends with
+// removeSubscription.
+func (db *DB) addSubscription(ctx context.Context, after uint64) (*Subscription, context.Context, error) {
 	db.subsMu.Lock()
+	defer db.subsMu.Unlock()
 	if db.closing.Load() {
-		db.subsMu.Unlock()
-		return nil, ErrClosed
+		return nil, nil, ErrClosed
 	}
 	db.subs.Add(1)
 	ctx, cancel := context.WithCancel(ctx)
@@ -70,19 +86,16 @@ func (db *DB) Subscribe(ctx context.Context, after uint64, handler func(LogEntry
 		db.active = make(map[*Subscription]struct{})
 	}
 	db.active[s] = struct{}{}
+	return s, ctx, nil
+}
+
+// removeSubscription undoes addSubscription: the last thing s's goroutine does.
+func (db *DB) removeSubscription(s *Subscription) {
+	s.cancel()
+	db.subsMu.Lock()
+	delete(db.active, s)
 	db.subsMu.Unlock()
-	go func() {
-		defer db.subs.Done()
-		defer func() {
-			db.subsMu.Lock()
-			delete(db.active, s)
-			db.subsMu.Unlock()
-		}()
-		defer close(s.done)
-		defer cancel()
-		s.err = db.follow(ctx, s, handler, o)
-	}()
-	return s, nil
+	db.subs.Done()
 }
 
 // follow is the subscription's loop.

@@ -1,6 +1,7 @@
 package jetstream
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"reflect"
@@ -216,7 +217,7 @@ func (x *engineTxn) Get(ctx context.Context, family string, key []byte, track bo
 		return nil, false, ErrTxnDone
 	}
 	if w, ok := t.writes[txnKey(family, key)]; ok {
-		return w.Value, !w.Delete, nil
+		return bytes.Clone(w.Value), !w.Delete, nil
 	}
 	it, found, err := t.read(ctx, family, key)
 	return it.Value, found, err
@@ -248,7 +249,7 @@ func (x *engineTxn) AddEvents(stream string, first uint64, events []pipeline.Eve
 		return ErrTxnDone
 	}
 	for i, ev := range events {
-		ev.Data, ev.Metadata = cloneBytes(ev.Data), cloneBytes(ev.Metadata)
+		ev.Data, ev.Metadata = bytes.Clone(ev.Data), bytes.Clone(ev.Metadata)
 		t.events = append(t.events, Event{Stream: stream, Revision: first + uint64(i), Event: ev})
 	}
 	return nil
@@ -258,9 +259,4 @@ func (x *engineTxn) Commit(ctx context.Context) (uint64, error) { return x.t.Com
 
 func (x *engineTxn) Discard() { x.t.Discard() }
 
-func cloneBytes(b []byte) []byte {
-	if b == nil {
-		return nil
-	}
-	return append([]byte(nil), b...)
-}
+

@@ -56,6 +56,18 @@
 // that appends to streams imports eventstore too (it cannot be re-exported here, as
 // it is built on this package).
 //
+// # Engines
+//
+// Everything above describes the local engine, the one Open gives. OpenEngine gives
+// a DB whose commits another Engine stores (engine.go): the JetStream engine, in
+// module github.com/rockline/rockline/jetstream, is one. The public API, argument
+// checks, Update's retries, the commit span and metrics, subscriptions and every
+// layer on this API are the same on both; snapshot reads, conflict checks, the atomic
+// commit and the log are the engine's. The local engine's maintenance and DeleteRange
+// fail elsewhere with a *NotSupportedError, and an engine's positions increase in
+// commit order without being consecutive. The local commit path is not behind the
+// interface, so it costs what it did before the seam.
+//
 // # Column families and close
 //
 // DropColumnFamily returns at once; commits admitted before it complete, and RocksDB

@@ -258,5 +258,3 @@ func (x *engineTxn) AddEvents(stream string, first uint64, events []pipeline.Eve
 func (x *engineTxn) Commit(ctx context.Context) (uint64, error) { return x.t.Commit(ctx) }
 
 func (x *engineTxn) Discard() { x.t.Discard() }
-
-

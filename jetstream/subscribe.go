@@ -90,10 +90,7 @@ func (p *Partition) Subscribe(ctx context.Context, after uint64, handler func(En
 	p.subs[s] = struct{}{}
 	p.wg.Add(1)
 	p.mu.Unlock()
-	cons, err := p.js.OrderedConsumer(sctx, p.cfg.Stream, natsjs.OrderedConsumerConfig{
-		DeliverPolicy: natsjs.DeliverByStartSequencePolicy,
-		OptStartSeq:   after + 1,
-	})
+	cons, err := p.orderedConsumer(sctx, after)
 	var it natsjs.MessagesContext
 	if err == nil {
 		it, err = cons.Messages()
@@ -108,6 +105,33 @@ func (p *Partition) Subscribe(ctx context.Context, after uint64, handler func(En
 	}()
 	return s, nil
 }
+
+// orderedConsumer creates the subscription's ordered consumer from after+1. While the
+// cluster is electing a leader (right after a failover or a healed partition) the API
+// answers "JetStream system temporarily unavailable" (10008) or nobody answers; both
+// are waited out, backing off, up to Config.ReadTimeout, as reads are.
+func (p *Partition) orderedConsumer(ctx context.Context, after uint64) (natsjs.Consumer, error) {
+	rctx, cancel := deadline(ctx, p.cfg.ReadTimeout)
+	defer cancel()
+	for attempt := 0; ; attempt++ {
+		cons, err := p.js.OrderedConsumer(ctx, p.cfg.Stream, natsjs.OrderedConsumerConfig{
+			DeliverPolicy: natsjs.DeliverByStartSequencePolicy,
+			OptStartSeq:   after + 1,
+		})
+		var apiErr *natsjs.APIError
+		transient := errors.Is(err, nats.ErrNoResponders) || errors.Is(err, natsjs.ErrNoStreamResponse) ||
+			(errors.As(err, &apiErr) && apiErr.ErrorCode == codeJetStreamUnavailable) || isTimeout(err)
+		if err == nil || !transient {
+			return cons, err
+		}
+		if berr := backoff(rctx, attempt); berr != nil {
+			return nil, err
+		}
+	}
+}
+
+// codeJetStreamUnavailable is the API's "JetStream system temporarily unavailable".
+const codeJetStreamUnavailable = 10008
 
 func (s *Subscription) end(err error) {
 	s.cancel()

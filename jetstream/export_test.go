@@ -2,7 +2,10 @@ package jetstream
 
 import (
 	"context"
+	"errors"
 	"time"
+
+	"github.com/nats-io/nats.go"
 )
 
 // Hooks for the external tests: the timeout resolution, without a real timeout.
@@ -19,16 +22,26 @@ func (p *Partition) LandedBelowForTest(ctx context.Context, id string, abort uin
 	return p.landedBelow(ctx, batch{id: id, sent: sent, after: after}, abort)
 }
 
-// PublishWithIDForTest publishes c as the batch id (no retries, no resolution) and
+// PublishWithIDForTest publishes c as the batch id (no resolution; sent again only
+// while no stream leader answers, which stores nothing) and
 // returns its position or the server's error.
 func (p *Partition) PublishWithIDForTest(ctx context.Context, id string, c *Commit) (uint64, error) {
 	msgs, _, err := p.build(c)
 	if err != nil {
 		return 0, err
 	}
-	pos, aerr, _, err := p.publishBatch(ctx, id, msgs)
-	if aerr != nil {
-		return 0, aerr.serverError("Commit")
+	for attempt := 0; ; attempt++ {
+		pos, aerr, _, err := p.publishBatch(ctx, id, msgs)
+		if aerr != nil {
+			return 0, aerr.serverError("Commit")
+		}
+		// No responders: nothing received the batch (a stream just created, its
+		// leader not elected yet), so sending it again is the same as the first time.
+		if !errors.Is(err, nats.ErrNoResponders) {
+			return pos, err
+		}
+		if berr := backoff(ctx, attempt); berr != nil {
+			return 0, err
+		}
 	}
-	return pos, err
 }

@@ -11,7 +11,6 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/rockline/rockline/jetstream"
 	"github.com/rockline/rockline/jetstream/jstest"
-	"go.uber.org/goleak"
 )
 
 var cluster *jstest.Cluster
@@ -21,26 +20,7 @@ var cluster *jstest.Cluster
 // as a node of a process cluster (jstest.StartProcs), the binary runs that node only.
 func TestMain(m *testing.M) {
 	jstest.RunNodeIfChild()
-	start := time.Now()
-	c, err := jstest.Start(jstest.Options{})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	fmt.Fprintf(os.Stderr, "jstest: 3-node cluster ready in %v\n", time.Since(start).Round(time.Millisecond))
-	cluster = c
-	code := m.Run()
-	if err := c.Shutdown(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		code = 1
-	}
-	if code == 0 {
-		if err := goleak.Find(jstest.IgnoreGoroutines()...); err != nil {
-			fmt.Fprintln(os.Stderr, "goroutines left after Shutdown:", err)
-			code = 1
-		}
-	}
-	os.Exit(code)
+	os.Exit(jstest.Main(m, jstest.Options{}, &cluster))
 }
 
 var streamSeq atomic.Int64

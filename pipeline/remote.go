@@ -235,19 +235,6 @@ func (db *DB) subscribeRemote(ctx context.Context, s *Subscription, handler func
 	return s, nil
 }
 
-// remoteLag is subscriptionLag on a remote engine, against the last position seen.
-func (db *DB) remoteLag() (n int, lag uint64) {
-	last := db.remote.last.Load()
-	db.subsMu.Lock()
-	defer db.subsMu.Unlock()
-	for s := range db.active {
-		if p := s.pos.Load(); last > p {
-			lag = max(lag, last-p)
-		}
-	}
-	return len(db.active), lag
-}
-
 // errIfRemote returns a *NotSupportedError for op on a remote DB, nil on the local
 // engine.
 func (db *DB) errIfRemote(op string) error {

@@ -185,10 +185,12 @@ type subscriptions struct {
 // subscriptionLag returns how many running subscriptions there are and the largest
 // number of published positions one of them has not handled yet.
 func (db *DB) subscriptionLag() (n int, lag uint64) {
+	var published uint64
 	if db.remote != nil {
-		return db.remoteLag()
+		published = db.remote.last.Load() // the last position the DB saw
+	} else {
+		published = db.seq.Published()
 	}
-	published := db.seq.Published()
 	db.subsMu.Lock()
 	defer db.subsMu.Unlock()
 	for s := range db.active {

@@ -16,7 +16,6 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/fx"
 	"go.uber.org/fx/fxtest"
-	"go.uber.org/goleak"
 
 	"github.com/rockline/rockline/eventstore"
 	"github.com/rockline/rockline/examples/orders/ordersapp"
@@ -30,26 +29,7 @@ import (
 var cluster *jstest.Cluster
 
 // TestMain starts one embedded 3-node cluster on 127.0.0.1 for the package.
-func TestMain(m *testing.M) {
-	c, err := jstest.Start(jstest.Options{})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	cluster = c
-	code := m.Run()
-	if err := c.Shutdown(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		code = 1
-	}
-	if code == 0 {
-		if err := goleak.Find(jstest.IgnoreGoroutines()...); err != nil {
-			fmt.Fprintln(os.Stderr, "goroutines left after Shutdown:", err)
-			code = 1
-		}
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(jstest.Main(m, jstest.Options{}, &cluster)) }
 
 var seq atomic.Int64
 

@@ -4,13 +4,9 @@
 // under a temporary folder, explicit routes between all three. Start it once per test
 // package, from TestMain, and Shutdown it there:
 //
-//	func TestMain(m *testing.M) {
-//		c, err := jstest.Start(jstest.Options{})
-//		if err != nil { fmt.Fprintln(os.Stderr, err); os.Exit(1) }
-//		code := m.Run()
-//		if err := c.Shutdown(); err != nil { fmt.Fprintln(os.Stderr, err); code = 1 }
-//		os.Exit(code)
-//	}
+//	var cluster *jstest.Cluster
+//
+//	func TestMain(m *testing.M) { os.Exit(jstest.Main(m, jstest.Options{}, &cluster)) }
 //
 // A test may Shutdown a node of the cluster and Restart it with its storage and
 // client port. For a crash or a network partition, StartProcs (proc.go) runs the

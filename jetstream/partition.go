@@ -229,7 +229,30 @@ func Open(ctx context.Context, nc *nats.Conn, cfg Config) (*Partition, error) {
 		}
 		p.truncated.Store(t)
 	}
+	if err := p.awaitServing(ctx); err != nil {
+		return nil, err
+	}
 	return p, nil
+}
+
+// awaitServing returns once the stream answers both kinds of read: its leader
+// (Position) and Direct Get. A stream just created answers "no responders" to both
+// until its leader is elected and its replicas subscribe to direct gets; waited out
+// here, backing off, until ctx ends, so the first call on the Partition does not
+// meet it.
+func (p *Partition) awaitServing(ctx context.Context) error {
+	for attempt := 0; ; attempt++ {
+		_, err := p.Position(ctx)
+		if err == nil {
+			_, err = p.multiGet(ctx, "Open", multiGetRequest{MultiLast: []string{p.subj.commit()}})
+		}
+		if err == nil || !errors.Is(err, nats.ErrNoResponders) {
+			return err
+		}
+		if berr := backoff(ctx, attempt); berr != nil {
+			return fmt.Errorf("rockline/jetstream: Open: stream %q not serving reads: %w", p.cfg.Stream, err)
+		}
+	}
 }
 
 // Config returns the partition's settings, defaults filled in.

@@ -117,14 +117,22 @@ func (c check) conflict(actual uint64, err error) *ConflictError {
 // the partition; they are dense in messages, not in commits (a commit of n messages
 // takes n sequences).
 //
-// Errors: a *ConflictError (ErrConflict) when a write's or read's version, or a
-// stream's, changed; an *ArgumentError or *LimitError for input that cannot be sent
-// (nothing is sent); *DuplicateEventError when some of its event IDs are already
-// stored but in another commit; ErrTimeout when a publish timed out, the engine
-// proved it was not written, and ctx ended (or InFlightRetries ran out) before a new
-// batch could be sent, or when the stream had no leader to answer for PublishTimeout
-// (nothing was written); ErrOutcomeUnknown when it could not prove either way;
-// ErrClosed.
+// Every error says whether the commit was written, through one of these sentinels
+// (errors.Is):
+//   - not written: ErrConflict (a *ConflictError: a write's or read's version, or a
+//     stream's, changed, or a concurrent commit held one of its subjects);
+//     ErrInvalidArgument (an *ArgumentError or *LimitError: input that cannot be
+//     sent, nothing is sent); ErrDuplicateEvent (a *DuplicateEventError: some of
+//     its event IDs are already stored, but in another commit); ErrTimeout (a publish
+//     timed out, the engine proved it was not written, and ctx ended, or
+//     InFlightRetries ran out, before a new batch could be sent; or the stream had no
+//     leader to answer for PublishTimeout); ErrNotSent (it failed before its commit
+//     message went out); ErrRefused (the server refused it for another reason, named by the wrapped
+//     *ServerError); ErrClosed (nothing was sent).
+//   - may or may not be written: ErrOutcomeUnknown.
+//
+// A refusal is settled before it is reported (fenceRefusal), so a refused commit is
+// never written later.
 //
 // When every event ID of c is already stored in one commit (a retry within the dedupe
 // window), Commit returns that commit's position and writes nothing.
@@ -192,7 +200,9 @@ func (p *Partition) commit(ctx context.Context, c *Commit, msgs []*nats.Msg, che
 			b = newBatch(c.After)
 			continue
 		case err != nil:
-			return 0, fmt.Errorf("rockline/jetstream: Commit: %w", err)
+			// The commit message never went out (a publish of an earlier message of
+			// the batch failed): the server cannot complete the batch.
+			return 0, fmt.Errorf("%w: %w", ErrNotSent, err)
 		case aerr == nil:
 			return ack, nil
 		}
@@ -212,24 +222,34 @@ func (p *Partition) commit(ctx context.Context, c *Commit, msgs []*nats.Msg, che
 			p.stats.inFlight.Add(1)
 		case codeDuplicateMsgID:
 			pos, err := p.duplicate(ctx, b.id, c)
-			if err == nil {
+			switch {
+			case err == nil:
 				p.stats.duplicates.Add(1)
+			case !errors.Is(err, ErrDuplicateEvent) && !errors.Is(err, ErrOutcomeUnknown):
+				// A lookup failed: the batch or an event of it is stored somewhere.
+				err = fmt.Errorf("%w: batch %s refused as a duplicate: %w", ErrOutcomeUnknown, b.id, err)
 			}
 			return pos, err
 		case codeIncompleteBatch, codeTooManyInflight:
 			// Nothing was stored (a leader change, or too many open batches): a new
 			// batch is safe. Bounded like in-flight retries.
 			if attempt >= p.cfg.InFlightRetries {
-				return 0, aerr.serverError("Commit")
+				return 0, fmt.Errorf("%w: no batch taken after %d attempts: %w", ErrTimeout, attempt+1, aerr.serverError("Commit"))
 			}
 			p.stats.retried.Add(1)
 			// A fresh ID: the server may still hold the abandoned batch's staging.
 			b = newBatch(c.After)
 		default:
-			return 0, aerr.serverError("Commit")
+			// Refused for another reason (limits, a sealed or missing stream): settled
+			// like any refusal, as a stale leader may have given it.
+			return p.fenceRefusal(ctx, b, fmt.Errorf("%w: %w", ErrRefused, aerr.serverError("Commit")))
 		}
 		if err := backoff(ctx, attempt); err != nil {
-			return 0, fmt.Errorf("rockline/jetstream: Commit: %w", err)
+			if aerr.ErrCode == codeSubjectInFlight {
+				// The refused batch is settled before the caller hears of it.
+				return p.fenceRefusal(ctx, b, checks[0].conflict(checks[0].version, fmt.Errorf("ended while waiting to send again: %w (refused: %w)", err, aerr.serverError("Commit"))))
+			}
+			return 0, fmt.Errorf("%w: ended before a new batch was sent: %w", ErrTimeout, err)
 		}
 	}
 }
@@ -497,8 +517,11 @@ func (p *Partition) fenceRefusal(ctx context.Context, b batch, conflict error) (
 // resolve settles a commit whose publish timed out, by landing an abort marker that
 // carries the commit marker's message ID: if the commit landed, the server answers
 // the abort as a duplicate with the commit's position; if the abort lands, the commit
-// can no longer land (its marker would now be the duplicate). It never resends the
-// commit itself. It runs for at most ResolveTimeout, past ctx's end.
+// can no longer land (its marker would now be the duplicate). A duplicate answer is
+// read back before it is believed: it may name an earlier abort marker of the same
+// batch (an attempt whose answer was lost but which was stored), and then the batch
+// is fenced out at that marker, never landed. It never resends the commit itself. It
+// runs for at most ResolveTimeout, past ctx's end.
 func (p *Partition) resolve(ctx context.Context, b batch, cause error) (uint64, error) {
 	id := b.id
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.cfg.ResolveTimeout)
@@ -515,13 +538,29 @@ func (p *Partition) resolve(ctx context.Context, b batch, cause error) (uint64, 
 			if err := json.Unmarshal(resp.Data, &ack); err != nil {
 				return 0, fmt.Errorf("%w: batch %s: decoding the abort's ack: %w (publish: %w)", ErrOutcomeUnknown, id, err, cause)
 			}
+			abort := ack.Seq
+			if ack.Error == nil && ack.Duplicate {
+				// The marker's message ID is stored at ack.Seq: the batch's own
+				// commit marker (it landed there), or an abort marker of this same
+				// batch sent earlier, one whose answer was lost (a request that
+				// timed out, flushed by the client library on reconnect), which
+				// fenced the batch out just as this one would have.
+				kind, err := p.markerAt(rctx, id, ack.Seq)
+				switch {
+				case err != nil:
+					return 0, fmt.Errorf("%w: batch %s: %w (publish: %w)", ErrOutcomeUnknown, id, err, cause)
+				case kind == markerCommit:
+					return ack.Seq, nil
+				case kind != markerAbort:
+					return 0, fmt.Errorf("%w: batch %s: the message at %d holds its commit marker's message ID but is neither its commit nor its abort marker (publish: %w)", ErrOutcomeUnknown, id, ack.Seq, cause)
+				}
+			}
 			switch {
-			case ack.Error == nil && ack.Duplicate:
-				return ack.Seq, nil
 			case ack.Error == nil:
-				// Stored: the batch can no longer land, but it may have landed just
-				// before, while it was being proposed (fence.go).
-				pos, found, err := p.landedBelow(rctx, b, ack.Seq)
+				// An abort marker of the batch is stored at abort: the batch can no
+				// longer land, but it may have landed just before, while it was
+				// being proposed (fence.go).
+				pos, found, err := p.landedBelow(rctx, b, abort)
 				switch {
 				case err != nil:
 					return 0, fmt.Errorf("%w: batch %s: %w (publish: %w)", ErrOutcomeUnknown, id, err, cause)
@@ -529,7 +568,7 @@ func (p *Partition) resolve(ctx context.Context, b batch, cause error) (uint64, 
 					p.stats.landedBelow.Add(1)
 					return pos, nil
 				}
-				return 0, fmt.Errorf("%w: batch %s fenced out by the abort marker at %d (publish: %w)", ErrTimeout, id, ack.Seq, cause)
+				return 0, fmt.Errorf("%w: batch %s fenced out by the abort marker at %d (publish: %w)", ErrTimeout, id, abort, cause)
 			case ack.Error.ErrCode != codeDuplicateInFlight:
 				return 0, fmt.Errorf("%w: batch %s: abort refused: %w (publish: %w)", ErrOutcomeUnknown, id, ack.Error.serverError("Commit"), cause)
 			}
@@ -568,14 +607,16 @@ func (p *Partition) latest(ctx context.Context, checks []check) (map[string]uint
 }
 
 // recheck returns a *ConflictError for the first check whose version changed, or nil
-// when none did.
+// when none did. A re-read that fails (ctx ended, no replica answered) is reported as
+// a conflict on the first check, the re-read's error with the cause: the refusal
+// stands, and whether anything changed is not known.
 func (p *Partition) recheck(ctx context.Context, checks []check, cause error) error {
 	if len(checks) == 0 {
 		return nil
 	}
 	cur, err := p.latest(ctx, checks)
 	if err != nil {
-		return fmt.Errorf("rockline/jetstream: Commit: re-reading after %w: %w", cause, err)
+		return checks[0].conflict(0, fmt.Errorf("re-reading after %w: %w", cause, err))
 	}
 	for _, c := range checks {
 		if cur[c.subject] != c.version {
@@ -660,20 +701,41 @@ func (p *Partition) ownMarker(ctx context.Context, id string) (uint64, bool, err
 	if err != nil || !found {
 		return 0, false, err
 	}
+	kind, err := p.markerAt(ctx, id, seq)
+	return seq, kind == markerCommit, err
+}
+
+// What markerAt found at a sequence that holds a batch's commit marker message ID.
+const (
+	markerOther  = iota // neither (not a marker of the batch)
+	markerCommit        // the batch's commit marker: the batch landed there
+	markerAbort         // an abort marker of the batch: it fenced the batch out
+)
+
+// markerAt reads the message at seq, which the server named as the holder of batch
+// id's commit marker message ID, and says which of the batch's markers it is. Both
+// markers carry that message ID, so a duplicate answer alone never proves the batch
+// landed. It waits, up to ReadTimeout, for a replica that has not applied seq yet.
+func (p *Partition) markerAt(ctx context.Context, id string, seq uint64) (int, error) {
 	rctx, cancel := deadline(ctx, p.cfg.ReadTimeout)
 	defer cancel()
 	for attempt := 0; ; attempt++ {
 		msgs, _, err := p.batchBySeq(rctx, "Commit", seq, 1)
 		if err != nil {
-			return 0, false, err
+			return markerOther, err
 		}
 		if len(msgs) > 0 && msgSeq(msgs[0]) == seq {
-			m := msgs[0]
-			return seq, m.Header.Get(hdrTxn) == id && m.Header.Get(hdrAbort) == "", nil
+			h := msgs[0].Header
+			switch {
+			case h.Get(hdrAbort) == id:
+				return markerAbort, nil
+			case h.Get(hdrTxn) == id && h.Get(hdrAbort) == "":
+				return markerCommit, nil
+			}
+			return markerOther, nil
 		}
-		// The replica that answered has not applied seq yet.
 		if err := backoff(rctx, attempt); err != nil {
-			return 0, false, fmt.Errorf("rockline/jetstream: Commit: reading the stored marker of batch %s at %d: %w", id, seq, err)
+			return markerOther, fmt.Errorf("rockline/jetstream: Commit: reading the stored marker of batch %s at %d: %w", id, seq, err)
 		}
 	}
 }

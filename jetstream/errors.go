@@ -35,6 +35,17 @@ var (
 	// before Config.ResolveTimeout (no reachable leader, or the connection closed).
 	// The commit may or may not be written; read its keys before retrying.
 	ErrOutcomeUnknown = errors.New("rockline/jetstream: commit outcome unknown")
+	// ErrNotSent: a commit failed before its commit message went out (a read it
+	// needs first failed, or a publish of an earlier message of its batch failed; the
+	// wrapped error says which): the server cannot complete the batch, nothing was
+	// written. Retrying is safe.
+	ErrNotSent = errors.New("rockline/jetstream: commit not sent")
+	// ErrRefused: the server refused the commit for a reason other than a conflict or
+	// a timeout (a limit of the stream, a sealed or deleted stream; the wrapped
+	// *ServerError names it), and the engine settled the refusal: nothing was written
+	// and nothing of it will be. Retrying is safe but meets the same refusal until
+	// the cause is mended.
+	ErrRefused = errors.New("rockline/jetstream: commit refused by the server")
 	// ErrDuplicateEvent is matched by *DuplicateEventError: an event ID of the commit is
 	// already stored within the dedupe window, but not all of the commit's event IDs
 	// belong to one stored commit, so the commit is not a retry of that one.

@@ -150,3 +150,34 @@ func TestLandedBelowAbortMarker(t *testing.T) {
 		t.Fatalf("search above the batch's own position: found %v, %v", found, err)
 	}
 }
+
+// An abort marker whose answer was lost but which was stored (a request that timed
+// out, flushed by the client library once its connection came back) makes the next
+// abort of the same batch a duplicate of it. That duplicate names the earlier abort
+// marker, not the batch's commit marker: the batch was fenced out there and never
+// landed, so resolving it must fail with ErrTimeout, never acknowledge the commit at
+// the abort marker's position.
+func TestResolveAfterAnEarlierAbortLanded(t *testing.T) {
+	ctx := ctxT(t)
+	p, cfg := open(t, 3)
+	js, err := natsjs.New(connect(t, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// An abort marker of the batch, stored as a lost earlier attempt would be.
+	m := nats.NewMsg(cfg.Subject + ".c")
+	m.Header.Set("Nats-Msg-Id", "c:batch-fenced")
+	m.Header.Set("Rl-Abort", "batch-fenced")
+	ack, err := js.PublishMsg(ctx, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	earlier := ack.Sequence
+	pos, err := p.ResolveForTest(ctx, "batch-fenced")
+	if !errors.Is(err, jetstream.ErrTimeout) {
+		t.Fatalf("resolving a batch fenced out by an earlier abort marker at %d: position %d, %v; want ErrTimeout", earlier, pos, err)
+	}
+	if _, err := p.PublishWithIDForTest(ctx, "batch-fenced", &jetstream.Commit{Writes: []jetstream.Write{{Family: "f", Key: []byte("late"), Value: []byte("v"), Blind: true}}}); err == nil {
+		t.Fatal("a batch fenced out by its earlier abort marker landed")
+	}
+}

@@ -349,7 +349,10 @@ func expectationHolds(expected eventstore.ExpectedRevision, next uint64, exists 
 // Commit sends the transaction's writes, appends and checks as one Commit and returns
 // its position (0, sending nothing, for a transaction that wrote nothing). A key or
 // stream changed since the transaction's position fails it with a *ConflictError
-// (errors.Is(err, pipeline.ErrConflict)). The transaction is done afterwards.
+// (errors.Is(err, pipeline.ErrConflict)); a family dropped since, with a
+// *pipeline.DroppedError. Every other error says whether the commit was written as
+// Partition.Commit's do (ErrNotSent when a read it needs before sending failed). The
+// transaction is done afterwards.
 func (t *Txn) Commit(ctx context.Context) (uint64, error) {
 	if t.done {
 		return 0, ErrTxnDone
@@ -365,7 +368,7 @@ func (t *Txn) Commit(ctx context.Context) (uint64, error) {
 		if !read {
 			it, _, err := t.read(ctx, w.Family, w.Key)
 			if err != nil {
-				return 0, fmt.Errorf("rockline/jetstream: Commit: the version of a written key: %w", err)
+				return 0, fmt.Errorf("%w: reading the version of written key %q in family %q: %w", ErrNotSent, w.Key, w.Family, err)
 			}
 			r.Version, r.Generation = it.Version, it.Generation
 		}
@@ -376,7 +379,7 @@ func (t *Txn) Commit(ctx context.Context) (uint64, error) {
 	for _, w := range t.positioned {
 		fs, err := t.family(ctx, w.Family)
 		if err != nil {
-			return 0, err
+			return 0, fmt.Errorf("%w: reading family %q: %w", ErrNotSent, w.Family, err)
 		}
 		if fs.Dropped {
 			return 0, &pipeline.DroppedError{Family: w.Family}

@@ -289,6 +289,9 @@ func (p *Partition) build(c *Commit) ([]*nats.Msg, []check, error) {
 	}
 	add := func(m *nats.Msg, arg string) error {
 		// Batch headers are added per attempt; count them now.
+		if p.subj.summed(m.Subject) {
+			sum(m)
+		}
 		size := hdrLen(m.Header) + len(m.Data) + len(hdrBID) + 22 + len(hdrBSeq) + 4 + len(hdrBCom) + 1 + 12 + len(hdrAt) + 8
 		if size > p.maxPayload {
 			return &LimitError{Op: op, Field: arg, Limit: "max_payload (headers and data of one message)", Got: size, Max: p.maxPayload}

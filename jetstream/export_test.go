@@ -45,3 +45,19 @@ func (p *Partition) PublishWithIDForTest(ctx context.Context, id string, c *Comm
 		}
 	}
 }
+
+// PublishCorruptedForTest publishes c as one batch after corrupt has changed its
+// built messages (checksums already set), as a replica's damaged files would serve
+// them, and returns its position.
+func (p *Partition) PublishCorruptedForTest(ctx context.Context, c *Commit, corrupt func(msgs []*nats.Msg)) (uint64, error) {
+	msgs, _, err := p.build(c)
+	if err != nil {
+		return 0, err
+	}
+	corrupt(msgs)
+	pos, aerr, _, err := p.publishBatch(ctx, newBatch(0).id, msgs)
+	if aerr != nil {
+		return 0, aerr.serverError("Commit")
+	}
+	return pos, err
+}

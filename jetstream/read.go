@@ -203,6 +203,9 @@ func (p *Partition) multiGet(ctx context.Context, op string, req multiGetRequest
 		switch status := m.Header.Get("Status"); status {
 		case "":
 			m.Subject = m.Header.Get("Nats-Subject")
+			if err := p.verify(msgSeq(m), m.Subject, m.Header, m.Data); err != nil {
+				return nil, err
+			}
 			out = append(out, m)
 		case "204": // end of batch
 			if np := m.Header.Get("Nats-Num-Pending"); np != "" && np != "0" {

@@ -473,6 +473,9 @@ func (p *Partition) directBatch(ctx context.Context, op string, body []byte) ([]
 		switch status := m.Header.Get("Status"); status {
 		case "":
 			m.Subject = m.Header.Get("Nats-Subject")
+			if err := p.verify(msgSeq(m), m.Subject, m.Header, m.Data); err != nil {
+				return nil, 0, err
+			}
 			out = append(out, m)
 		case "204": // end of batch
 			np, _ := strconv.ParseUint(m.Header.Get("Nats-Num-Pending"), 10, 64)

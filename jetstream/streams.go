@@ -99,6 +99,10 @@ func (p *Partition) readStream(ctx context.Context, stream string, from uint64, 
 				bad = err
 				continue
 			}
+			if err := p.verify(md.Sequence.Stream, m.Subject(), m.Headers(), m.Data()); err != nil {
+				bad = err
+				continue
+			}
 			ev, err := loggedEvent(stream, md.Sequence.Stream, m.Headers(), m.Data())
 			if err != nil {
 				bad = err

@@ -191,6 +191,9 @@ func (p *Partition) appendMsg(e Entry, batch string, seq uint64, ts time.Time, s
 	if !ok {
 		return e, batch, false, fmt.Errorf("sequence %d: subject %q is not the engine's", seq, subject)
 	}
+	if err := p.verify(seq, subject, h, data); err != nil {
+		return e, batch, false, err
+	}
 	id := h.Get(hdrBID)
 	if kind == tokCommit && id == "" && h.Get(hdrAbort) != "" && batch == "" {
 		return Entry{Position: seq, Time: ts, Aborted: true}, batch, true, nil

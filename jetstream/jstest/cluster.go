@@ -46,6 +46,11 @@ type Options struct {
 	ReadyTimeout time.Duration
 	// ClusterName is the cluster's name (default "rockline-test").
 	ClusterName string
+	// LazySync runs the nodes with nats-server's default file-store sync (an fsync
+	// every 2 minutes) instead of sync_interval: always, the setting rockline
+	// requires for an acknowledged commit to survive an OS crash or power loss (see
+	// the jetstream package doc). For measuring the difference only.
+	LazySync bool
 }
 
 // Cluster is a running embedded cluster.
@@ -100,6 +105,7 @@ func Start(o Options) (*Cluster, error) {
 			NoSigs:     true,
 			JetStream:  true,
 			StoreDir:   filepath.Join(c.dir, fmt.Sprintf("n%d", i+1)),
+			SyncAlways: !o.LazySync, // sync_interval: always
 		}
 		if o.Nodes > 1 {
 			opts.Cluster = server.ClusterOpts{Name: o.ClusterName, Host: "127.0.0.1", Port: ports[i]}

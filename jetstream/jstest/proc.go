@@ -76,6 +76,7 @@ func runNode(v string) error {
 		NoSigs:     true,
 		JetStream:  true,
 		StoreDir:   nc.StoreDir,
+		SyncAlways: true, // sync_interval: always, as rockline requires
 		LogFile:    nc.LogFile,
 		Logtime:    true,
 		Cluster: server.ClusterOpts{

@@ -34,7 +34,8 @@ for i in 0 1 2; do
 server_name: n$i
 listen: 127.0.0.1:$((base + i))
 http: 127.0.0.1:$((base + 4000 + i))
-jetstream { store_dir: "$work/n$i" }
+# sync_interval: always: an acknowledged commit survives an OS crash or power loss
+jetstream { store_dir: "$work/n$i", sync_interval: always }
 cluster {
   name: rockline-demo
   listen: 127.0.0.1:$((base + 2000 + i))

@@ -17,7 +17,10 @@ type SubscribeOptions struct {
 	// event up to and including that position has been handled: a subscriber that
 	// stores it and subscribes again after it after a restart neither misses a
 	// matching event nor rescans what it skipped (KurrentDB's checkpoint reached). An
-	// error from it ends the subscription.
+	// error from it ends the subscription with that error (Wait returns it), but the
+	// entry at that position stays handled: the subscription's Position is that
+	// position whether or not the checkpoint succeeded, so subscribing again after
+	// Position hands none of its events out twice.
 	Checkpoint func(position uint64) error
 	// CheckpointEvery is the number of entries scanned between Checkpoint calls
 	// (default 1024, at least 1).
@@ -35,9 +38,9 @@ const DefaultCheckpointEvery = 1024
 // writer; a slow handler only falls behind, and reads the log to catch up. The
 // subscription ends on ctx, Close, the database's Close, or an error from handler or
 // o.Checkpoint, which Wait returns. The subscription's Position is the last log
-// position whose matching events have all been handled: subscribing again after it
-// resumes exactly there (an entry whose handling failed part-way is delivered again
-// whole).
+// position whose matching events have all been handled, a Checkpoint error
+// notwithstanding: subscribing again after it resumes exactly there (an entry whose
+// handling failed part-way is delivered again whole).
 func (s *Store) SubscribeToAll(ctx context.Context, after uint64, handler func(RecordedEvent) error, o SubscribeOptions) (*pipeline.Subscription, error) {
 	if handler == nil {
 		return nil, &pipeline.ArgumentError{Op: "SubscribeToAll", Arg: "handler", Reason: "must not be nil"}
@@ -59,7 +62,8 @@ func (s *Store) SubscribeToAll(ctx context.Context, after uint64, handler func(R
 			}
 		}
 		if scanned++; o.Checkpoint != nil && scanned%every == 0 {
-			return o.Checkpoint(e.Position)
+			// The entry is handled whatever the checkpoint's fate: Position includes it.
+			return pipeline.Handled(o.Checkpoint(e.Position))
 		}
 		return nil
 	}, o.Options...)

@@ -2,7 +2,6 @@ package eventstore
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/rockline/rockline/pipeline"
@@ -71,10 +70,18 @@ func (s *Store) SubscribeToAll(ctx context.Context, after uint64, handler func(R
 
 // SubscribeToStream hands the events of stream from revision from on to handler, in
 // order, each exactly once, catching up and then live as SubscribeToAll does (it is
-// SubscribeToAll from the position of revision from, filtered to the stream; the
-// catch-up reads the log from there). A stream that has no revision from yet is
-// followed from the current end of the log. Errors: as SubscribeToAll's, and an
-// *pipeline.ArgumentError for a bad stream name.
+// SubscribeToAll from the position of its first revision, filtered to the stream; the
+// catch-up reads the log from there). Its catch-up agrees with ReadStream forward from
+// from at the time of the call: revisions the stream's state hides then (a soft
+// delete, TruncateBefore, MaxCount, MaxAge) are not handed out, so a subscription from
+// a revision below the first visible one starts at the first visible revision still
+// stored, whether Reclaim has deleted the hidden ones' records or not. Later revisions
+// are handed out as they are published; a change of the stream's state after the call
+// does not take back what the subscription handed out or will hand out (a soft delete
+// and the append that recreates the stream are followed across). A stream with no
+// visible revision from from on yet is followed from the current end of the log.
+// Errors: as SubscribeToAll's, a *StreamDeletedError for a tombstoned stream (as
+// reads), and an *pipeline.ArgumentError for a bad stream name.
 func (s *Store) SubscribeToStream(ctx context.Context, stream string, from uint64, handler func(RecordedEvent) error, opts ...pipeline.SubscribeOption) (*pipeline.Subscription, error) {
 	if err := checkStream("SubscribeToStream", stream); err != nil {
 		return nil, err
@@ -82,35 +89,40 @@ func (s *Store) SubscribeToStream(ctx context.Context, stream string, from uint6
 	if handler == nil {
 		return nil, &pipeline.ArgumentError{Op: "SubscribeToStream", Arg: "handler", Reason: "must not be nil"}
 	}
-	after, err := s.positionBefore(stream, from)
+	after, first, err := s.streamStart(stream, from)
 	if err != nil {
 		return nil, err
 	}
 	return s.SubscribeToAll(ctx, after, func(e RecordedEvent) error {
-		if e.Revision < from {
-			return nil // an earlier event of the same commit
+		if e.Revision < first {
+			return nil // hidden, or an earlier event of the same commit
 		}
 		return handler(e)
 	}, SubscribeOptions{Filter: Filter{stream: stream}, Options: opts})
 }
 
-// positionBefore returns the log position just before the commit that holds revision
-// rev of stream, or the published position when the stream has no such revision yet
-// (its later events can only be in entries after it).
-func (s *Store) positionBefore(stream string, rev uint64) (uint64, error) {
-	var after uint64
-	err := s.db.View(func(tx *pipeline.Txn) error {
+// streamStart returns where a subscription to stream from revision from starts: after,
+// the log position just before the commit holding the first revision ReadStream would
+// return from from, and first, that revision. When the stream has none yet, after is
+// the snapshot's read position (its later revisions can only be in entries after it)
+// and first the lowest revision from from on the stream's state leaves visible.
+func (s *Store) streamStart(stream string, from uint64) (after, first uint64, err error) {
+	err = s.db.View(func(tx *pipeline.Txn) error {
 		after = tx.ReadPosition()
-		v, err := tx.GetUntracked(s.cf, eventKey(stream, rev))
-		if errors.Is(err, pipeline.ErrNotFound) {
-			return nil
-		}
+		low, head, ok, err := s.visible(tx, stream)
 		if err != nil {
 			return err
 		}
-		pos, _, _, err := parseEventValue(v)
-		after = pos - 1
-		return err
+		first = max(from, low)
+		if !ok {
+			return nil
+		}
+		refs, err := s.refsIn(tx, stream, low, head, from, 1, false)
+		if err != nil || len(refs) == 0 {
+			return err
+		}
+		after, first = refs[0].pos-1, refs[0].rev
+		return nil
 	})
-	return after, err
+	return after, first, err
 }

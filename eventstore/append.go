@@ -19,11 +19,14 @@ type AppendResult struct {
 // Append appends events to stream in a transaction of its own, retrying conflicts as
 // pipeline.DB.Update does, except that the first retry runs at once, without backing
 // off (a conflict with a concurrent append re-reads the head, so the loser gets a
-// *WrongExpectedVersionError as soon as the winner has committed). A retried append whose events, all
-// with IDs, are already the stream's events at the revisions expected returns the
-// original result without writing. Errors: *WrongExpectedVersionError, an
-// *pipeline.ArgumentError for a bad stream name or event, and the errors of
-// pipeline.Txn.Commit.
+// *WrongExpectedVersionError as soon as the winner has committed). A retried append
+// whose events, all with IDs, are already the stream's events at the revisions
+// expected returns the original result without writing, once the original's position
+// is published: every position Append returns is published when it returns (readable
+// with pipeline.DB.Entry, at or below LastPosition). Errors:
+// *WrongExpectedVersionError, an *pipeline.ArgumentError for a bad stream name or
+// event, the errors of pipeline.Txn.Commit, and those of pipeline.DB.WaitForPosition
+// (ctx's among them) while a retry waits for the original's publication.
 func (s *Store) Append(ctx context.Context, stream string, expected ExpectedRevision, events ...Event) (AppendResult, error) {
 	var res AppendResult
 	var done bool
@@ -50,7 +53,14 @@ func (s *Store) Append(ctx context.Context, stream string, expected ExpectedRevi
 		return AppendResult{}, err
 	}
 	if !done {
-		res.Position = pos
+		res.Position = pos // Commit returned: published
+		return res, nil
+	}
+	// The original append's records are in the snapshot once it is written, which can
+	// be before its position is published: wait for it, as a commit does, so the
+	// position returned is readable (Entry, LastPosition) whichever way it was found.
+	if err := s.db.WaitForPosition(ctx, res.Position); err != nil {
+		return AppendResult{}, err
 	}
 	return res, nil
 }

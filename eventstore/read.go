@@ -97,22 +97,40 @@ func (s *Store) readStream(ctx context.Context, op, stream string, from uint64, 
 // revisions the stream's state hides (a soft delete, MaxCount, MaxAge,
 // TruncateBefore). A tombstoned stream fails with a *StreamDeletedError.
 func (s *Store) refs(tx *pipeline.Txn, stream string, from uint64, limit int, backward bool) ([]ref, error) {
-	head, hasHead, st, err := s.head(tx, stream)
-	if err != nil {
+	low, head, ok, err := s.visible(tx, stream)
+	if err != nil || !ok {
 		return nil, err
 	}
+	return s.refsIn(tx, stream, low, head, from, limit, backward)
+}
+
+// visible returns the revisions of stream readers see in tx's snapshot: low..head (none
+// when low > head), ok false when the stream has no events or is soft-deleted. low is
+// the lowest revision the stream's state leaves visible (a soft delete, TruncateBefore,
+// MaxCount, MaxAge), also when ok is false: revisions appended later below it stay
+// hidden. A tombstoned stream fails with a *StreamDeletedError.
+func (s *Store) visible(tx *pipeline.Txn, stream string) (low, head uint64, ok bool, err error) {
+	head, hasHead, st, err := s.head(tx, stream)
+	if err != nil {
+		return 0, 0, false, err
+	}
 	if st.tombstoned {
-		return nil, &StreamDeletedError{Stream: stream}
+		return 0, 0, false, &StreamDeletedError{Stream: stream}
 	}
+	low = st.lowest(head)
 	if !hasHead || st.deleted {
-		return nil, nil
+		return low, head, false, nil
 	}
-	low := st.lowest(head)
 	if st.MaxAge > 0 {
 		if low, err = s.firstYoung(tx, stream, low, head, time.Now().Add(-st.MaxAge)); err != nil {
-			return nil, err
+			return 0, 0, false, err
 		}
 	}
+	return low, head, true, nil
+}
+
+// refsIn is refs within the visible revisions low..head.
+func (s *Store) refsIn(tx *pipeline.Txn, stream string, low, head, from uint64, limit int, backward bool) ([]ref, error) {
 	if low > head || (backward && from < low) {
 		return nil, nil
 	}

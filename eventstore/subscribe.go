@@ -2,7 +2,6 @@ package eventstore
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/rockline/rockline/pipeline"
@@ -17,7 +16,10 @@ type SubscribeOptions struct {
 	// event up to and including that position has been handled: a subscriber that
 	// stores it and subscribes again after it after a restart neither misses a
 	// matching event nor rescans what it skipped (KurrentDB's checkpoint reached). An
-	// error from it ends the subscription.
+	// error from it ends the subscription with that error (Wait returns it), but the
+	// entry at that position stays handled: the subscription's Position is that
+	// position whether or not the checkpoint succeeded, so subscribing again after
+	// Position hands none of its events out twice.
 	Checkpoint func(position uint64) error
 	// CheckpointEvery is the number of entries scanned between Checkpoint calls
 	// (default 1024, at least 1).
@@ -35,9 +37,9 @@ const DefaultCheckpointEvery = 1024
 // writer; a slow handler only falls behind, and reads the log to catch up. The
 // subscription ends on ctx, Close, the database's Close, or an error from handler or
 // o.Checkpoint, which Wait returns. The subscription's Position is the last log
-// position whose matching events have all been handled: subscribing again after it
-// resumes exactly there (an entry whose handling failed part-way is delivered again
-// whole).
+// position whose matching events have all been handled, a Checkpoint error
+// notwithstanding: subscribing again after it resumes exactly there (an entry whose
+// handling failed part-way is delivered again whole).
 func (s *Store) SubscribeToAll(ctx context.Context, after uint64, handler func(RecordedEvent) error, o SubscribeOptions) (*pipeline.Subscription, error) {
 	if handler == nil {
 		return nil, &pipeline.ArgumentError{Op: "SubscribeToAll", Arg: "handler", Reason: "must not be nil"}
@@ -59,7 +61,8 @@ func (s *Store) SubscribeToAll(ctx context.Context, after uint64, handler func(R
 			}
 		}
 		if scanned++; o.Checkpoint != nil && scanned%every == 0 {
-			return o.Checkpoint(e.Position)
+			// The entry is handled whatever the checkpoint's fate: Position includes it.
+			return pipeline.Handled(o.Checkpoint(e.Position))
 		}
 		return nil
 	}, o.Options...)
@@ -67,10 +70,18 @@ func (s *Store) SubscribeToAll(ctx context.Context, after uint64, handler func(R
 
 // SubscribeToStream hands the events of stream from revision from on to handler, in
 // order, each exactly once, catching up and then live as SubscribeToAll does (it is
-// SubscribeToAll from the position of revision from, filtered to the stream; the
-// catch-up reads the log from there). A stream that has no revision from yet is
-// followed from the current end of the log. Errors: as SubscribeToAll's, and an
-// *pipeline.ArgumentError for a bad stream name.
+// SubscribeToAll from the position of its first revision, filtered to the stream; the
+// catch-up reads the log from there). Its catch-up agrees with ReadStream forward from
+// from at the time of the call: revisions the stream's state hides then (a soft
+// delete, TruncateBefore, MaxCount, MaxAge) are not handed out, so a subscription from
+// a revision below the first visible one starts at the first visible revision still
+// stored, whether Reclaim has deleted the hidden ones' records or not. Later revisions
+// are handed out as they are published; a change of the stream's state after the call
+// does not take back what the subscription handed out or will hand out (a soft delete
+// and the append that recreates the stream are followed across). A stream with no
+// visible revision from from on yet is followed from the current end of the log.
+// Errors: as SubscribeToAll's, a *StreamDeletedError for a tombstoned stream (as
+// reads), and an *pipeline.ArgumentError for a bad stream name.
 func (s *Store) SubscribeToStream(ctx context.Context, stream string, from uint64, handler func(RecordedEvent) error, opts ...pipeline.SubscribeOption) (*pipeline.Subscription, error) {
 	if err := checkStream("SubscribeToStream", stream); err != nil {
 		return nil, err
@@ -78,35 +89,40 @@ func (s *Store) SubscribeToStream(ctx context.Context, stream string, from uint6
 	if handler == nil {
 		return nil, &pipeline.ArgumentError{Op: "SubscribeToStream", Arg: "handler", Reason: "must not be nil"}
 	}
-	after, err := s.positionBefore(stream, from)
+	after, first, err := s.streamStart(stream, from)
 	if err != nil {
 		return nil, err
 	}
 	return s.SubscribeToAll(ctx, after, func(e RecordedEvent) error {
-		if e.Revision < from {
-			return nil // an earlier event of the same commit
+		if e.Revision < first {
+			return nil // hidden, or an earlier event of the same commit
 		}
 		return handler(e)
 	}, SubscribeOptions{Filter: Filter{stream: stream}, Options: opts})
 }
 
-// positionBefore returns the log position just before the commit that holds revision
-// rev of stream, or the published position when the stream has no such revision yet
-// (its later events can only be in entries after it).
-func (s *Store) positionBefore(stream string, rev uint64) (uint64, error) {
-	var after uint64
-	err := s.db.View(func(tx *pipeline.Txn) error {
+// streamStart returns where a subscription to stream from revision from starts: after,
+// the log position just before the commit holding the first revision ReadStream would
+// return from from, and first, that revision. When the stream has none yet, after is
+// the snapshot's read position (its later revisions can only be in entries after it)
+// and first the lowest revision from from on the stream's state leaves visible.
+func (s *Store) streamStart(stream string, from uint64) (after, first uint64, err error) {
+	err = s.db.View(func(tx *pipeline.Txn) error {
 		after = tx.ReadPosition()
-		v, err := tx.GetUntracked(s.cf, eventKey(stream, rev))
-		if errors.Is(err, pipeline.ErrNotFound) {
-			return nil
-		}
+		low, head, ok, err := s.visible(tx, stream)
 		if err != nil {
 			return err
 		}
-		pos, _, _, err := parseEventValue(v)
-		after = pos - 1
-		return err
+		first = max(from, low)
+		if !ok {
+			return nil
+		}
+		refs, err := s.refsIn(tx, stream, low, head, from, 1, false)
+		if err != nil || len(refs) == 0 {
+			return err
+		}
+		after, first = refs[0].pos-1, refs[0].rev
+		return nil
 	})
-	return after, err
+	return after, first, err
 }

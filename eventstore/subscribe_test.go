@@ -213,3 +213,57 @@ func TestSubscribeEnds(t *testing.T) {
 		t.Errorf("Wait after the database closed = %v, want ErrClosed", err)
 	}
 }
+
+// TestSubscribeCheckpointError: a Checkpoint error ends the subscription with that
+// error, and Position still counts the entry whose events were all handled before the
+// checkpoint failed, so subscribing again after Position hands none of them out twice.
+func TestSubscribeCheckpointError(t *testing.T) {
+	_, es, _ := openStore(t, pipeline.Config{})
+	var pos []uint64
+	for i := range 3 {
+		res, err := es.Append(ctx, "s", eventstore.Any, eventstore.Event{Type: "t", Data: []byte(fmt.Sprint(i))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pos = append(pos, res.Position)
+	}
+	failAt := pos[1]
+	refused := errors.New("checkpoint store refused")
+	var handled []uint64
+	sub, err := es.SubscribeToAll(ctx, 0, func(e eventstore.RecordedEvent) error {
+		handled = append(handled, e.Position)
+		return nil
+	}, eventstore.SubscribeOptions{Filter: eventstore.Filter{TypePrefix: "t"}, CheckpointEvery: 1, Checkpoint: func(p uint64) error {
+		if p == failAt {
+			return refused
+		}
+		return nil
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var werr error
+	wait(t, func() { werr = sub.Wait() }, "the subscription's end")
+	if werr != refused {
+		t.Errorf("Wait = %v, want the checkpoint's error itself", werr)
+	}
+	if diff := cmp.Diff(pos[:2], handled); diff != "" {
+		t.Errorf("handled before the checkpoint error (-want +got):\n%s", diff)
+	}
+	if got := sub.Position(); got != failAt {
+		t.Fatalf("Position after the checkpoint at %d failed = %d, want %d (its events were all handled)", failAt, got, failAt)
+	}
+	c := newCollector(1)
+	again, err := es.SubscribeToAll(ctx, sub.Position(), c.handle, eventstore.SubscribeOptions{Filter: eventstore.Filter{TypePrefix: "t"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer again.Close()
+	wait(t, func() { <-c.done }, "the event after the failed checkpoint")
+	if err := again.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if len(c.got) != 1 || c.got[0].Position != pos[2] {
+		t.Errorf("resumed after Position delivered %+v, want only the event at %d", c.got, pos[2])
+	}
+}

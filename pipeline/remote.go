@@ -206,12 +206,11 @@ func (db *DB) remoteWaitForPosition(ctx context.Context, pos uint64) error {
 // Subscription's position kept here and its end tied to Close.
 func (db *DB) subscribeRemote(ctx context.Context, s *Subscription, handler func(LogEntry) error) (*Subscription, error) {
 	es, err := db.remote.eng.Subscribe(ctx, s.pos.Load(), func(e LogEntry) error {
-		if err := handler(e); err != nil {
-			return err
+		handled, err := s.deliver(handler, e)
+		if handled {
+			db.remote.saw(e.Position)
 		}
-		s.pos.Store(e.Position)
-		db.remote.saw(e.Position)
-		return nil
+		return err
 	})
 	if err != nil {
 		db.removeSubscription(s)

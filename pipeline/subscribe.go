@@ -44,8 +44,9 @@ func WithLagBound(n uint64) SubscribeOption {
 // Subscribe delivers every published entry with a position above after, in order,
 // each exactly once, to handler. Storing the last position handled and passing it as
 // after when subscribing again gives at-least-once delivery across restarts. An error
-// from handler ends the subscription with that error. Subscribe fails only on a
-// closed database or a nil handler.
+// from handler ends the subscription with that error; the entry counts as not handled
+// (Position stays below it) unless the error is marked with Handled. Subscribe fails
+// only on a closed database or a nil handler.
 func (db *DB) Subscribe(ctx context.Context, after uint64, handler func(LogEntry) error, opts ...SubscribeOption) (*Subscription, error) {
 	if handler == nil {
 		return nil, &ArgumentError{Op: "Subscribe", Arg: "handler", Reason: "must not be nil"}
@@ -125,10 +126,9 @@ func (db *DB) follow(ctx context.Context, s *Subscription, handler func(LogEntry
 				if ctx.Err() != nil {
 					return nil
 				}
-				if err := handler(e); err != nil {
+				if _, err := s.deliver(handler, e); err != nil {
 					return err
 				}
-				s.pos.Store(e.Position)
 			}
 			if err != nil {
 				if errors.Is(err, ErrClosed) || db.closing.Load() {
@@ -152,8 +152,44 @@ func (db *DB) follow(ctx context.Context, s *Subscription, handler func(LogEntry
 	}
 }
 
-// Position returns the position of the last entry the handler returned from.
+// Position returns the position of the last entry handled: the handler returned nil
+// for it, or an error marked with Handled. Subscribing again after it delivers the
+// next entry, and a handler error without the mark delivers its entry again.
 func (s *Subscription) Position() uint64 { return s.pos.Load() }
+
+// Handled marks err, returned by a Subscribe handler, as coming after the entry was
+// handled whole (a failure to store a checkpoint once the entry's work is done): the
+// subscription ends with err, as with any handler error, but the entry counts as
+// handled, so Position includes it and subscribing again after Position does not
+// deliver it a second time. Wait returns err itself. Handled(nil) is nil.
+func Handled(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &handledError{err: err}
+}
+
+// handledError is Handled's mark.
+type handledError struct{ err error }
+
+func (h *handledError) Error() string { return h.err.Error() }
+func (h *handledError) Unwrap() error { return h.err }
+
+// deliver hands e to handler and advances the position when the handler handled it
+// (nil, or an error marked with Handled). It returns whether it did and the error that
+// ends the subscription, with a top-level Handled mark taken off.
+func (s *Subscription) deliver(handler func(LogEntry) error, e LogEntry) (handled bool, err error) {
+	err = handler(e)
+	var h *handledError
+	if err != nil && !errors.As(err, &h) {
+		return false, err
+	}
+	s.pos.Store(e.Position)
+	if h != nil && err == error(h) {
+		err = h.err
+	}
+	return true, err
+}
 
 // Done is closed when the subscription has ended.
 func (s *Subscription) Done() <-chan struct{} { return s.done }

@@ -255,6 +255,32 @@ func TestSubscribeEnds(t *testing.T) {
 			t.Errorf("Position = %d, want 3 (the entry that failed is not handled)", got)
 		}
 	})
+	t.Run("handled error", func(t *testing.T) {
+		db, _ := openDB(t, pipeline.Config{})
+		for i := range 5 {
+			put(t, db, db.Default(), fmt.Sprint(i), "v")
+		}
+		errCheckpoint := errors.New("checkpoint failed")
+		sub, err := db.Subscribe(ctx, 1, func(e pipeline.LogEntry) error {
+			if e.Position == 4 {
+				return pipeline.Handled(errCheckpoint)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		wait(t, func() { <-sub.Done() }, "the subscription to end")
+		if err := sub.Wait(); err != errCheckpoint {
+			t.Errorf("Wait = %v, want the marked error itself", err)
+		}
+		if got := sub.Position(); got != 4 {
+			t.Errorf("Position = %d, want 4 (the entry was handled before the error)", got)
+		}
+		if pipeline.Handled(nil) != nil {
+			t.Error("Handled(nil) is not nil")
+		}
+	})
 	t.Run("nil handler", func(t *testing.T) {
 		db, _ := openDB(t, pipeline.Config{})
 		_, err := db.Subscribe(ctx, 0, nil)

@@ -12,8 +12,9 @@
 //
 // Output is aligned text for people, or JSON with --json. Long commands draw progress
 // with an ETA on a terminal (progress.go). Exit status: 0 on success, 1 when the
-// command failed (a missing folder, a corrupt entry, a problem verify found), 2 for bad
-// arguments, with a message naming what was wrong.
+// command failed (a missing folder, a corrupt entry, a problem verify found), 2 for a
+// bad command line (an unknown command or subcommand, at any level and in help's
+// path too; a bad flag or argument), with a message naming what was wrong.
 package main
 
 import (

@@ -50,6 +50,9 @@ func newRoot(out, errOut io.Writer) *cobra.Command {
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	root.AddCommand(infoCmd(o), statsCmd(o), logCmd(o), streamCmd(o), getCmd(o), scanCmd(o),
 		verifyCmd(o), checkpointCmd(o), restoreCmd(o), compactCmd(o), truncateCmd(o))
+	root.SetHelpCommand(helpCmd())
+	root.InitDefaultCompletionCmd() // now, not in Execute, so strictCommandLine sees it
+	strictCommandLine(root)
 	return root
 }
 
@@ -57,6 +60,9 @@ func newRoot(out, errOut io.Writer) *cobra.Command {
 func args(check cobra.PositionalArgs) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, a []string) error {
 		if err := check(cmd, a); err != nil {
+			if errors.As(err, new(usageError)) {
+				return err // a check wrapped twice (strictCommandLine)
+			}
 			return usageError{err}
 		}
 		return nil

@@ -86,6 +86,9 @@ func (e jsEngine) Subscribe(ctx context.Context, after uint64, fn func(conforman
 		for _, x := range en.Events {
 			c.Events = append(c.Events, conformance.Event{Stream: x.Stream, Revision: x.Revision, ID: x.ID, Type: x.Type, Data: x.Data})
 		}
+		for _, w := range en.Writes {
+			c.Writes = append(c.Writes, conformance.Write{Family: w.Family, Key: w.Key, Value: w.Value, Delete: w.Delete})
+		}
 		return fn(c)
 	})
 }

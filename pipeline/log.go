@@ -12,7 +12,10 @@ import (
 
 // LogEntry is one published commit: its dense position, commit time, the events the
 // transaction carried (each a RecordedEvent with the entry's position and time) and
-// its write set. A Filler entry marks a position whose commit
+// its write set. Writes replayed in order give the commit's effect, and the last
+// write of each key is its state after the commit; how many writes of one key an
+// entry holds is the engine's: the local engine logs every write in the order made
+// (a key put twice appears twice), the JetStream engine only the last of each key. A Filler entry marks a position whose commit
 // failed after the position was assigned; it has no events and no writes. An entry
 // with Families records the creation or drop of a column family (CreateColumnFamily,
 // DropColumnFamily) at that point of the log, so a replay reproduces the family set.

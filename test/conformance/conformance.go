@@ -74,6 +74,18 @@ type Event struct {
 type Entry struct {
 	Position uint64
 	Events   []Event
+	// Writes is the commit's write set as the engine logs it (pipeline.LogEntry.Writes):
+	// replayed in order it gives the commit's effect; an engine may log only the last
+	// write of each key.
+	Writes []Write
+}
+
+// Write is a logged put (or, with Delete, a delete) of Key in Family.
+type Write struct {
+	Family string
+	Key    []byte
+	Value  []byte
+	Delete bool
 }
 
 // Factory returns a fresh, empty partition of the engine for one test.
@@ -97,6 +109,7 @@ func Run(t *testing.T, newEngine Factory) {
 		{"IdempotentRetry", idempotentRetry},
 		{"DropFamily", dropFamily},
 		{"BadInputIsTyped", badInputIsTyped},
+		{"LoggedWritesReplayToTheCommit", loggedWritesReplayToTheCommit},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, newEngine(t)) })

@@ -69,6 +69,9 @@ func (l *local) Subscribe(ctx context.Context, after uint64, fn func(Entry) erro
 		for _, x := range e.Events {
 			en.Events = append(en.Events, Event{Stream: x.Stream, Revision: x.Revision, ID: x.ID, Type: x.Type, Data: x.Data})
 		}
+		for _, w := range e.Writes {
+			en.Writes = append(en.Writes, Write{Family: w.Family, Key: w.Key, Value: w.Value, Delete: w.Delete})
+		}
 		return fn(en)
 	})
 }

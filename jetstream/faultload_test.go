@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -80,7 +81,13 @@ func (l *faultLoad) stopped() bool {
 }
 
 // add starts writer name on p.
-func (l *faultLoad) add(name string, p *jetstream.Partition) {
+func (l *faultLoad) add(name string, p *jetstream.Partition) { l.addWriter(name, p, false) }
+
+// addReading adds a writer that reads its key (a snapshot read at the leader's latest
+// position) before every commit, as a transaction does.
+func (l *faultLoad) addReading(name string, p *jetstream.Partition) { l.addWriter(name, p, true) }
+
+func (l *faultLoad) addWriter(name string, p *jetstream.Partition, readEach bool) {
 	n := &atomic.Int64{}
 	l.mu.Lock()
 	l.acks[name] = n
@@ -122,9 +129,8 @@ func (l *faultLoad) add(name string, p *jetstream.Partition) {
 			if err == nil {
 				n.Add(1)
 				version = pos - 1 // the write is the message before the commit marker
-			} else {
-				reread = true
 			}
+			reread = err != nil || readEach
 		}
 	})
 }
@@ -233,6 +239,19 @@ func (l *faultLoad) pauses() (longestCommit, longestGap time.Duration) {
 		longestGap = max(longestGap, acks[i].Sub(acks[i-1]))
 	}
 	return longestCommit, longestGap
+}
+
+// acksBetween counts the acknowledgements of writers' commits that ended in [from, to).
+func (l *faultLoad) acksBetween(from, to time.Time, writers ...string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for _, o := range l.outcomes {
+		if o.err == nil && slices.Contains(writers, o.writer) && !o.end.Before(from) && o.end.Before(to) {
+			n++
+		}
+	}
+	return n
 }
 
 // firstAckAfter returns how long after t the first commit that started after t was

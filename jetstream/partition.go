@@ -155,7 +155,7 @@ type Partition struct {
 
 	truncated atomic.Uint64 // positions below this are gone (0: none)
 	gens      sync.Map      // family -> uint64: the generation last seen current (families.go)
-	stats     struct{ commits, conflicts, inFlight, retried, duplicates, timeouts, fenceWaits, staleRefusals, landedBelow atomic.Uint64 }
+	stats     struct{ commits, conflicts, inFlight, retried, duplicates, timeouts, fenceWaits, staleRefusals, landedBelow, readRetries atomic.Uint64 }
 
 	closed atomic.Bool
 	mu     sync.Mutex
@@ -278,6 +278,9 @@ type Stats struct {
 	// the batch was being proposed when the marker passed the dedupe check (fence.go).
 	// Each is reported as committed.
 	LandedBelow uint64
+	// ReadRetries counts Direct Get requests sent again because no replica answered
+	// within 250 ms, or none was there (a replica cut off or gone; see directBatch).
+	ReadRetries uint64
 }
 
 // Stats returns the partition's counters.
@@ -285,7 +288,7 @@ func (p *Partition) Stats() Stats {
 	s := &p.stats
 	return Stats{Commits: s.commits.Load(), Conflicts: s.conflicts.Load(), InFlight: s.inFlight.Load(), Retried: s.retried.Load(),
 		Duplicates: s.duplicates.Load(), Timeouts: s.timeouts.Load(), FenceWaits: s.fenceWaits.Load(), StaleRefusals: s.staleRefusals.Load(),
-		LandedBelow: s.landedBelow.Load()}
+		LandedBelow: s.landedBelow.Load(), ReadRetries: s.readRetries.Load()}
 }
 
 // Close ends every running subscription and waits for their goroutines; later calls

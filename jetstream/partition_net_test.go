@@ -49,7 +49,11 @@ func TestLeaderNetworkPartition(t *testing.T) {
 	for _, s := range majority {
 		name := fmt.Sprintf("n%d-w", s+1)
 		l.add(name, openOn(t, conn(s), cfg))
-		writers = append(writers, name)
+		// A writer that reads before every commit, as transactions do: its reads
+		// (Direct Gets, served by any replica) must not wait on the cut-off one.
+		reader := fmt.Sprintf("n%d-rw", s+1)
+		l.addReading(reader, openOn(t, conn(s), cfg))
+		writers = append(writers, name, reader)
 	}
 	// The minority writer gives up on a commit quickly: its outcome cannot be
 	// resolved while the old leader is cut off.
@@ -69,8 +73,23 @@ func TestLeaderNetworkPartition(t *testing.T) {
 	// from here on the old leader reaches no one.
 	cutAt := time.Now()
 	toLeader := pollInfo(t, watch, stream, "a leader on the majority side", 60*time.Second, leaderIs(func(n string) bool { return n != leader })) + cutAt.Sub(cutStart)
+	leaderAt := cutStart.Add(toLeader)
 	l.waitAcks("on the majority side", phaseAcks(), 60*time.Second, writers...)
 	resumed := l.firstAckAfter(cutAt, writers...)
+	// The majority's rate from 2 s after the election, over a window of 2 s, against
+	// its rate in the 2 s before the cut: a writer stalled on reads sent to the cut-off
+	// replica shows as a rate near zero.
+	window := 2 * time.Second
+	if wait := time.Until(leaderAt.Add(2*time.Second + window)); wait > 0 {
+		tm := time.NewTimer(wait) // a measurement window, not a synchronisation
+		<-tm.C
+	}
+	before := l.acksBetween(cutStart.Add(-window), cutStart, writers...)
+	after := l.acksBetween(leaderAt.Add(2*time.Second), leaderAt.Add(2*time.Second+window), writers...)
+	t.Logf("figures: majority acks in the 2 s before the cut %d, in the 2 s from 2 s after the new leader %d (%.2fx)", before, after, float64(after)/float64(max(before, 1)))
+	if after == 0 {
+		t.Errorf("the majority side acknowledged nothing in the 2 s from 2 s after its new leader was elected (before the cut: %d in 2 s)", before)
+	}
 	// Let the minority writer see its commits fail: at least 2 that started after
 	// the cut.
 	minorityFailed := func() int {

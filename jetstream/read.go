@@ -179,48 +179,18 @@ type multiGetRequest struct {
 }
 
 // multiGet sends one Direct Get multi_last request and collects its answer up to the
-// end-of-batch message.
+// end-of-batch message; an answer cut short by the server's max_pending bytes is a
+// *LimitError.
 func (p *Partition) multiGet(ctx context.Context, op string, req multiGetRequest) ([]*nats.Msg, error) {
 	body, err := json.Marshal(req)
 	if err != nil {
 		return nil, fmt.Errorf("rockline/jetstream: %s: %w", op, err)
 	}
-	inbox := p.nc.NewInbox()
-	sub, err := p.nc.SubscribeSync(inbox)
-	if err != nil {
-		return nil, fmt.Errorf("rockline/jetstream: %s: %w", op, err)
+	out, pending, err := p.directBatch(ctx, op, body)
+	if err == nil && pending > 0 {
+		return nil, &LimitError{Op: op, Field: "answer", Limit: "multi-get bytes (the server's max_pending)", Got: len(out) + int(pending), Max: len(out)}
 	}
-	defer func() { _ = sub.Unsubscribe() }()
-	if err := p.nc.PublishRequest("$JS.API.DIRECT.GET."+p.cfg.Stream, inbox, body); err != nil {
-		return nil, fmt.Errorf("rockline/jetstream: %s: %w", op, err)
-	}
-	var out []*nats.Msg
-	for {
-		m, err := sub.NextMsgWithContext(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("rockline/jetstream: %s: direct get: %w", op, err)
-		}
-		switch status := m.Header.Get("Status"); status {
-		case "":
-			m.Subject = m.Header.Get("Nats-Subject")
-			if err := p.verify(msgSeq(m), m.Subject, m.Header, m.Data); err != nil {
-				return nil, err
-			}
-			out = append(out, m)
-		case "204": // end of batch
-			if np := m.Header.Get("Nats-Num-Pending"); np != "" && np != "0" {
-				n, _ := strconv.Atoi(np)
-				return nil, &LimitError{Op: op, Field: "answer", Limit: "multi-get bytes (the server's max_pending)", Got: len(out) + n, Max: len(out)}
-			}
-			return out, nil
-		case "404":
-			return out, nil
-		case "413":
-			return nil, &LimitError{Op: op, Field: "answer", Limit: "multi-get results", Got: MaxMultiGet + 1, Max: MaxMultiGet - 1}
-		default:
-			return nil, &ServerError{Op: op, Code: atoiOr(status, 0), Description: m.Header.Get("Description")}
-		}
-	}
+	return out, err
 }
 
 // msgGetRequest is JetStream's message get request (STREAM.MSG.GET, answered by the

@@ -454,38 +454,73 @@ func (p *Partition) multiGetFrom(ctx context.Context, op string, req multiGetSeq
 // directBatch sends a Direct Get request answered in several messages (multi_last, or
 // a batch by sequence) and collects them up to the end of batch, returning the count
 // the server left out.
+//
+// Direct Gets are answered by any replica. One that is cut off from the others, or
+// gone, may still hold interest in the request subject, and a request routed to it
+// gets no answer: so a request whose first answer does not come within
+// directAttemptTimeout (or that meets no responders, a stream electing its leader)
+// is sent again, to whichever replica takes it, until ctx ends. Once a replica has
+// answered, the rest of its answer is awaited up to ctx's end.
 func (p *Partition) directBatch(ctx context.Context, op string, body []byte) ([]*nats.Msg, uint64, error) {
+	for attempt := 0; ; attempt++ {
+		out, pending, answered, err := p.directBatchOnce(ctx, op, body)
+		if err == nil || answered || ctx.Err() != nil {
+			return out, pending, err
+		}
+		p.stats.readRetries.Add(1)
+		if berr := backoff(ctx, attempt); berr != nil {
+			return nil, 0, err
+		}
+	}
+}
+
+// directAttemptTimeout bounds the wait for the first answer to one Direct Get request.
+const directAttemptTimeout = 250 * time.Millisecond
+
+// directBatchOnce is one attempt of directBatch; answered reports whether a replica
+// answered at all (an error then is its answer, or ctx's end while it streamed).
+func (p *Partition) directBatchOnce(ctx context.Context, op string, body []byte) (out []*nats.Msg, pending uint64, answered bool, err error) {
 	inbox := p.nc.NewInbox()
 	sub, err := p.nc.SubscribeSync(inbox)
 	if err != nil {
-		return nil, 0, fmt.Errorf("rockline/jetstream: %s: %w", op, err)
+		return nil, 0, true, fmt.Errorf("rockline/jetstream: %s: %w", op, err)
 	}
 	defer func() { _ = sub.Unsubscribe() }()
 	if err := p.nc.PublishRequest("$JS.API.DIRECT.GET."+p.cfg.Stream, inbox, body); err != nil {
-		return nil, 0, fmt.Errorf("rockline/jetstream: %s: %w", op, err)
+		return nil, 0, true, fmt.Errorf("rockline/jetstream: %s: %w", op, err)
 	}
-	var out []*nats.Msg
+	first, cancel := deadline(ctx, directAttemptTimeout)
+	defer cancel()
 	for {
-		m, err := sub.NextMsgWithContext(ctx)
-		if err != nil {
-			return nil, 0, fmt.Errorf("rockline/jetstream: %s: direct get: %w", op, err)
+		wait := ctx
+		if !answered {
+			wait = first
 		}
-		switch status := m.Header.Get("Status"); status {
+		m, err := sub.NextMsgWithContext(wait)
+		if err != nil {
+			return nil, 0, answered, fmt.Errorf("rockline/jetstream: %s: direct get: %w", op, err)
+		}
+		status := m.Header.Get("Status")
+		if status == "503" && !answered { // no responders: between leaders
+			return nil, 0, false, fmt.Errorf("rockline/jetstream: %s: direct get: %w", op, nats.ErrNoResponders)
+		}
+		answered = true
+		switch status {
 		case "":
 			m.Subject = m.Header.Get("Nats-Subject")
 			if err := p.verify(msgSeq(m), m.Subject, m.Header, m.Data); err != nil {
-				return nil, 0, err
+				return nil, 0, true, err
 			}
 			out = append(out, m)
 		case "204": // end of batch
 			np, _ := strconv.ParseUint(m.Header.Get("Nats-Num-Pending"), 10, 64)
-			return out, np, nil
+			return out, np, true, nil
 		case "404":
-			return out, 0, nil
+			return out, 0, true, nil
 		case "413":
-			return nil, 0, &LimitError{Op: op, Field: "answer", Limit: "multi-get results", Got: MaxMultiGet + 1, Max: MaxMultiGet - 1}
+			return nil, 0, true, &LimitError{Op: op, Field: "answer", Limit: "multi-get results", Got: MaxMultiGet + 1, Max: MaxMultiGet - 1}
 		default:
-			return nil, 0, &ServerError{Op: op, Code: atoiOr(status, 0), Description: m.Header.Get("Description")}
+			return nil, 0, true, &ServerError{Op: op, Code: atoiOr(status, 0), Description: m.Header.Get("Description")}
 		}
 	}
 }

@@ -124,13 +124,14 @@ type Recorder struct {
 	mu   sync.Mutex
 	txns map[int]*Txn
 	ids  []int
+	done map[Outcome]int
 	sink *json.Encoder
 	err  error
 }
 
 // NewRecorder returns an empty recorder writing events to sink (nil for none).
 func NewRecorder(sink io.Writer) *Recorder {
-	r := &Recorder{txns: map[int]*Txn{}}
+	r := &Recorder{txns: map[int]*Txn{}, done: map[Outcome]int{}}
 	if sink != nil {
 		r.sink = json.NewEncoder(sink)
 	}
@@ -153,7 +154,15 @@ func (r *Recorder) Complete(t *Txn) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.add(t)
+	r.done[t.Outcome]++
 	r.emit(Event{Kind: "complete", Txn: t})
+}
+
+// Completed returns how many transactions Complete recorded with outcome o.
+func (r *Recorder) Completed(o Outcome) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.done[o]
 }
 
 // Seen records a log entry a subscriber delivered (to the sink only).

@@ -53,6 +53,7 @@ func localNone(t *testing.T, seed uint64) (History, Result) {
 	}
 	defer db.Close()
 	rec := NewRecorder(nil)
+	defer DumpIfFailed(t, "local-none", seed, rec)
 	f := Follow(db, 0, nil)
 	defer f.Close()
 	stop := make(chan struct{})
@@ -68,6 +69,7 @@ func localKill(t *testing.T, seed uint64) (History, Result) {
 	dir := t.TempDir()
 	rng := rand.New(rand.NewPCG(seed, 1))
 	rec := NewRecorder(nil)
+	defer DumpIfFailed(t, "local-kill", seed, rec)
 	var subs []Delivered
 	for cycle := range killCycles {
 		id, value, key := rec.History().Next()

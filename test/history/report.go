@@ -83,7 +83,7 @@ func Report(t testing.TB, name string, seed uint64, h History, res Result) {
 			fmt.Fprintf(&b, "  %s\n", tx)
 		}
 	}
-	if path, err := writeHistory(name, seed, h); err != nil {
+	if path, err := Dump(name, seed, h); err != nil {
 		fmt.Fprintf(&b, "writing the history: %v\n", err)
 	} else {
 		fmt.Fprintf(&b, "history (%d transactions, JSON lines): %s\n", len(h), path)
@@ -91,7 +91,25 @@ func Report(t testing.TB, name string, seed uint64, h History, res Result) {
 	t.Error(b.String())
 }
 
-func writeHistory(name string, seed uint64, h History) (string, error) {
+// DumpIfFailed is for a defer of a run: when t has failed by then (a run that could not
+// finish), it logs the seed and dumps the history recorded so far.
+func DumpIfFailed(t testing.TB, name string, seed uint64, r *Recorder) {
+	t.Helper()
+	if !t.Failed() {
+		return
+	}
+	h := r.History()
+	path, err := Dump(name, seed, h)
+	if err != nil {
+		t.Logf("%s: seed %d; writing the history: %v", name, seed, err)
+		return
+	}
+	t.Logf("%s: seed %d (%s=%d replays it); outcomes %v; history so far (%d transactions, JSON lines): %s", name, seed, EnvSeed, seed, h.Counts(), len(h), path)
+}
+
+// Dump writes h as JSON lines to a file named after the test and seed, in EnvDir or
+// the temporary folder, and returns its path; the file is kept for a post-mortem.
+func Dump(name string, seed uint64, h History) (string, error) {
 	dir := os.Getenv(EnvDir)
 	if dir == "" {
 		dir = os.TempDir()

@@ -37,8 +37,11 @@ type Workload struct {
 	FirstID    int
 	FirstValue int64
 	FirstKey   int
-	// CommitTimeout bounds each Commit (default 10s).
-	CommitTimeout time.Duration
+	// CommitTimeout bounds each Commit (default 10s). With MinCommitTimeout set,
+	// each transaction draws its bound from MinCommitTimeout..CommitTimeout, so that
+	// faults meet commits whose ctx ends at every stage.
+	CommitTimeout    time.Duration
+	MinCommitTimeout time.Duration
 	// Pause is how long a client waits after a transaction that did not succeed,
 	// as a client backs off (default 10ms).
 	Pause time.Duration
@@ -89,10 +92,15 @@ func newGenerator(w Workload) *generator {
 	return g
 }
 
-func (g *generator) next(client int) *Txn {
+// next draws a transaction for client and the bound of its commit.
+func (g *generator) next(client int) (*Txn, time.Duration) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	t := &Txn{ID: g.nextID, Client: client}
+	timeout := g.w.CommitTimeout
+	if lo := g.w.MinCommitTimeout; lo > 0 && lo < timeout {
+		timeout = lo + time.Duration(g.rng.Int64N(int64(timeout-lo)))
+	}
 	g.nextID++
 	n := 1 + g.rng.IntN(g.w.MaxOps)
 	for range n {
@@ -109,7 +117,7 @@ func (g *generator) next(client int) *Txn {
 			g.nextKey++
 		}
 	}
-	return t
+	return t, timeout
 }
 
 // Run runs w.Clients clients until stop is closed, each drawing transactions and
@@ -127,9 +135,9 @@ func Run(stop <-chan struct{}, w Workload, r *Recorder, db func(client int) *pip
 					return
 				default:
 				}
-				t := g.next(c)
+				t, timeout := g.next(c)
 				r.Invoke(t)
-				runTxn(db(c), w, t)
+				runTxn(db(c), w.Classify, timeout, t)
 				r.Complete(t)
 				if t.Outcome != OK {
 					pause := time.NewTimer(w.Pause)
@@ -147,7 +155,7 @@ func Run(stop <-chan struct{}, w Workload, r *Recorder, db func(client int) *pip
 
 // runTxn runs t's operations in one transaction and sets its outcome, reads,
 // position and error.
-func runTxn(db *pipeline.DB, w Workload, t *Txn) {
+func runTxn(db *pipeline.DB, classify Classifier, timeout time.Duration, t *Txn) {
 	tx := db.Begin()
 	cf := db.Default()
 	for i := range t.Ops {
@@ -172,13 +180,13 @@ func runTxn(db *pipeline.DB, w Workload, t *Txn) {
 			return
 		}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), w.CommitTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	pos, err := tx.CommitPosition(ctx)
 	t.Pos = pos
 	if err != nil {
 		t.Err = err.Error()
-		t.Outcome, t.ErrClass = w.Classify(err)
+		t.Outcome, t.ErrClass = classify(err)
 		return
 	}
 	t.Outcome = OK

@@ -129,7 +129,8 @@ demo-cluster: deps nats-server
 # and the core's conformance suite (test/conformance) through its adapter; its
 # failover tests (about 40 s) stop, SIGKILL and, as root, cut off the stream leader
 # under load (child-process nodes, network namespaces); ROCKLINE_FAILOVER_LONG=1
-# makes each phase 10x longer. `make test` runs it last.
+# makes each phase 10x longer. Its history test (about 2.5 minutes) runs every fault
+# schedule once under list-append clients. `make test` runs it last.
 test-jetstream: deps
 	cd jetstream && $(GO) vet ./... && $(GO) test -race -timeout 15m ./...
 
@@ -138,16 +139,21 @@ test-jetstream: deps
 jaeger-demo: deps jaeger
 	bash test/jaeger/demo.sh "$(JAEGER_BIN)"
 
-# crash runs the long forms of the crash-recovery harness (CRASH_CYCLES SIGKILL cycles)
-# and of the model-based lifecycle test (MODEL_CHECKS random sequences of about
-# MODEL_STEPS operations each, kills and reopens among them). `make test` runs short
-# forms of both.
+# crash runs the long forms of the crash-recovery harness (CRASH_CYCLES SIGKILL cycles),
+# of the model-based lifecycle test (MODEL_CHECKS random sequences of about
+# MODEL_STEPS operations each, kills and reopens among them) and of the history test
+# (test/history: HISTORY_RUNS runs of every fault schedule, on the local engine and on
+# the JetStream cluster, judged by the Elle-style checker). `make test` runs short
+# forms of all three.
 CRASH_CYCLES ?= 200
 MODEL_CHECKS ?= 400
 MODEL_STEPS  ?= 80
+HISTORY_RUNS ?= 20
 crash: deps
 	ROCKLINE_MODEL_CHECKS=$(MODEL_CHECKS) ROCKLINE_MODEL_STEPS=$(MODEL_STEPS) $(GO) test -count=1 -timeout 60m -v -run 'TestModel' ./test/model/
 	ROCKLINE_CRASH_CYCLES=$(CRASH_CYCLES) $(GO) test -count=1 -timeout 120m -v -run 'TestCrash' ./test/crash/
+	ROCKLINE_HISTORY_RUNS=$(HISTORY_RUNS) $(GO) test -count=1 -timeout 60m -v -run 'TestLocalHistory' ./test/history/
+	cd jetstream && ROCKLINE_HISTORY_RUNS=$(HISTORY_RUNS) $(GO) test -count=1 -timeout 150m -v -run 'TestJetStreamHistory' .
 
 # soak runs the 10-minute soak test.
 soak: deps

@@ -36,6 +36,10 @@ func classifyJS(err error) (history.Outcome, string) {
 		return history.Failed, "conflict"
 	case errors.Is(err, jetstream.ErrTimeout):
 		return history.Failed, "timeout"
+	case errors.Is(err, jetstream.ErrNotSent):
+		return history.Failed, "not-sent"
+	case errors.Is(err, jetstream.ErrRefused):
+		return history.Failed, "refused"
 	case errors.Is(err, jetstream.ErrOutcomeUnknown):
 		return history.Unknown, "outcome-unknown"
 	case errors.Is(err, jetstream.ErrClosed):

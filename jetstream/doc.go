@@ -77,6 +77,45 @@
 // publishes an abort marker with the commit marker's message ID; answered as a
 // duplicate, it yields the commit's position; stored, it proves the commit can no
 // longer land (ErrTimeout); unresolved by Config.ResolveTimeout, ErrOutcomeUnknown.
+// A duplicate answer is read back first: an earlier abort marker of the same batch
+// (an attempt whose answer was lost but which was stored) carries the same message
+// ID, and then the batch was fenced out there, never landed. Every error of Commit
+// says through a sentinel whether the commit was written (see Partition.Commit).
+//
+// # Durability, and the server settings rockline requires
+//
+// A commit is acknowledged once a quorum of the stream's replicas has written it;
+// nats-server fsyncs a file store only every 2 minutes unless sync_interval: always
+// is set, so by default "written" means in the OS page cache. Jepsen's analysis of
+// NATS 2.12.1 (December 2025) lost acknowledged writes to a coordinated power loss
+// under the default, and to one node's OS crash combined with pauses or partitions;
+// process crashes alone lost nothing. What an acknowledged commit survives:
+//
+//	                                 R3, sync always   R3, default sync   R1, sync always
+//	one process killed (SIGKILL)     yes               yes                yes, once it restarts
+//	every process killed             yes               yes                yes
+//	OS crash / power loss, minority  yes               not always (1)     no, if it is the node
+//	OS crash / power loss, all       yes               no                 yes
+//	a minority's files corrupted     detected (2)      detected (2)       detected (2), not repaired
+//
+//	(1) lost when combined with pauses or a partition (Jepsen, nats-server 7564, 7567).
+//	(2) a read of a corrupted message fails with *CorruptMessageError; a read that
+//	    reaches a replica with a sound copy succeeds.
+//
+// rockline requires: nats-server 2.12 or later with JetStream (atomic batch publish;
+// tested with 2.15.3), file storage, Config.Replicas 3 (or 5) for availability and
+// for surviving a node's loss, and sync_interval: always on every node for an
+// acknowledged commit to survive an OS crash or power loss. The test clusters
+// (jstest), make demo-cluster and the benchmark harness run always; the harness's
+// cluster scenario measures the default beside it. A client of an ordinary account
+// cannot read a server's sync setting (it is in the server's varz, which only the
+// system account sees), so Open does not check it: it is the operator's to set.
+//
+// JetStream does not check the content of what it replicates: a bit flip in one
+// replica's files is served as it is. Every key and event message a commit writes
+// carries a CRC-32C of its subject, meaningful headers and data (checksum.go), and
+// every reader verifies it, so such a message is a *CorruptMessageError
+// (pipeline.ErrCorrupt), never wrong data.
 //
 // # Subscriptions
 //

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -58,7 +59,27 @@ func (c clusterCell) label() string {
 
 var clusterCells = []clusterCell{{1, false}, {8, false}, {1, true}, {8, true}}
 
-var clusterEngines = []string{"rockline", "jetstream-r1", "jetstream-r3", "jetstream-r3-partition"}
+var clusterEngines = []string{"rockline", "jetstream-r1", "jetstream-r3", "jetstream-r3-lazysync", "jetstream-r3-partition"}
+
+// clusters are the scenario's two embedded clusters: sync_interval: always (what
+// rockline requires, and every engine but one runs on) and nats-server's default
+// lazy sync (an fsync every 2 minutes), for jetstream-r3-lazysync, side by side.
+type clusters struct{ always, lazy *jstest.Cluster }
+
+// startClusters starts both clusters, their files under dir.
+func startClusters(dir string) (clusters, error) {
+	always, err := jstest.Start(jstest.Options{Dir: filepath.Join(dir, "always")})
+	if err != nil {
+		return clusters{}, fmt.Errorf("cluster: %w", err)
+	}
+	lazy, err := jstest.Start(jstest.Options{Dir: filepath.Join(dir, "lazy"), LazySync: true})
+	if err != nil {
+		return clusters{}, errors.Join(fmt.Errorf("cluster with lazy sync: %w", err), always.Shutdown())
+	}
+	return clusters{always, lazy}, nil
+}
+
+func (c clusters) shutdown() error { return errors.Join(c.always.Shutdown(), c.lazy.Shutdown()) }
 
 type clusterResult struct {
 	Scenario    string  `json:"scenario"`
@@ -79,11 +100,11 @@ func runCluster(cfg *config, progress func(string), emit func(any)) (map[string]
 		return nil, err
 	}
 	defer os.RemoveAll(dir)
-	c, err := jstest.Start(jstest.Options{Dir: dir})
+	c, err := startClusters(dir)
 	if err != nil {
-		return nil, fmt.Errorf("cluster: %w", err)
+		return nil, err
 	}
-	defer c.Shutdown()
+	defer func() { _ = c.shutdown() }()
 	out := map[string][]clusterResult{}
 	stream := 0
 	for _, cell := range clusterCells {
@@ -119,7 +140,8 @@ func runCluster(cfg *config, progress func(string), emit func(any)) (map[string]
 	return out, nil
 }
 
-func openClusterEngine(cfg *config, c *jstest.Cluster, name string, stream, workers int) (clusterEngine, error) {
+func openClusterEngine(cfg *config, cs clusters, name string, stream, workers int) (clusterEngine, error) {
+	c := cs.always
 	switch name {
 	case "rockline":
 		dir, err := os.MkdirTemp(cfg.dir, "rockline-cluster-local-")
@@ -137,10 +159,13 @@ func openClusterEngine(cfg *config, c *jstest.Cluster, name string, stream, work
 			return nil, err
 		}
 		return l, nil
-	case "jetstream-r1", "jetstream-r3":
-		replicas := 1
-		if name == "jetstream-r3" {
-			replicas = 3
+	case "jetstream-r1", "jetstream-r3", "jetstream-r3-lazysync":
+		replicas := 3
+		switch name {
+		case "jetstream-r1":
+			replicas = 1
+		case "jetstream-r3-lazysync":
+			c = cs.lazy
 		}
 		return openJetStreamDBs(c, jetstream.Config{Stream: fmt.Sprintf("BENCH_%d", stream), Subject: fmt.Sprintf("bench.%d", stream), Replicas: replicas}, workers)
 	case "jetstream-r3-partition":
@@ -167,7 +192,7 @@ func openClusterEngine(cfg *config, c *jstest.Cluster, name string, stream, work
 	return nil, fmt.Errorf("unknown cluster engine %q", name)
 }
 
-func runClusterOnce(cfg *config, c *jstest.Cluster, name string, stream int, cell clusterCell, round int) (res clusterResult) {
+func runClusterOnce(cfg *config, c clusters, name string, stream int, cell clusterCell, round int) (res clusterResult) {
 	res = clusterResult{Scenario: "cluster", Cell: cell.label(), Engine: name, Round: round}
 	eng, err := openClusterEngine(cfg, c, name, stream, cell.workers)
 	if err != nil {
@@ -400,5 +425,5 @@ func writeClusterTable(w io.Writer, runs map[string][]clusterResult) {
 			fmt.Fprintf(w, "| %s | %s | %s [%s–%s] | %s | %s | %s | %d |\n", cell.label(), name, fmtRate(median(rates)), fmtRate(lo), fmtRate(hi), ratio, fmtUS(median(p50)), fmtUS(median(p99)), conflicts)
 		}
 	}
-	fmt.Fprintf(w, "\nEach commit reads one key of the worker's own and writes it back, and appends one 100-byte event to the worker's stream expecting its revision (kv+append), or only appends (append). rockline: the local engine at its default durability (WAL written, not fsynced per commit); jetstream-r1 and -r3: the same code (pipeline.DB transactions, eventstore.AppendTxn) on jetstream.OpenDB, one DB per worker; jetstream-r3-partition: the JetStream engine's own Partition transactions (the append checked by the event subject's sequence, no head record). JetStream runs on an embedded 3-node cluster on 127.0.0.1, file storage at its default sync interval, a fresh stream per run with 1 or 3 replicas, each worker on its own connection to a node (round robin). Every node, the client and rockline share this machine's 2 cores, and JetStream's R1 file streams stage each atomic batch in a synced store of their own: read the JetStream figures as lower bounds for separate machines, where replication and network round trips overlap with the client's work.\n")
+	fmt.Fprintf(w, "\nEach commit reads one key of the worker's own and writes it back, and appends one 100-byte event to the worker's stream expecting its revision (kv+append), or only appends (append). rockline: the local engine at its default durability (WAL written, not fsynced per commit); jetstream-r1 and -r3: the same code (pipeline.DB transactions, eventstore.AppendTxn) on jetstream.OpenDB, one DB per worker; jetstream-r3-partition: the JetStream engine's own Partition transactions (the append checked by the event subject's sequence, no head record). JetStream runs on an embedded 3-node cluster on 127.0.0.1 with file storage synced on every write (sync_interval: always, which rockline requires for an acknowledged commit to survive an OS crash or power loss); jetstream-r3-lazysync is jetstream-r3 on a second such cluster at nats-server's default sync (an fsync every 2 minutes); a fresh stream per run with 1 or 3 replicas, each worker on its own connection to a node (round robin). Every node, the client and rockline share this machine's 2 cores, and JetStream's R1 file streams stage each atomic batch in a synced store of their own: read the JetStream figures as lower bounds for separate machines, where replication and network round trips overlap with the client's work.\n")
 }

@@ -3,8 +3,6 @@ package main
 import (
 	"os"
 	"testing"
-
-	"github.com/rockline/rockline/jetstream/jstest"
 )
 
 // TestClusterEngines runs the cluster scenario's transaction on each engine for a
@@ -16,11 +14,15 @@ func TestClusterEngines(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := jstest.Start(jstest.Options{Dir: dir})
+	c, err := startClusters(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Shutdown()
+	defer func() {
+		if err := c.shutdown(); err != nil {
+			t.Error(err)
+		}
+	}()
 	for i, name := range clusterEngines {
 		t.Run(name, func(t *testing.T) {
 			res := runClusterOnce(cfg, c, name, i+1, clusterCell{workers: 2}, 1)

@@ -44,7 +44,8 @@
 // it is in native code and no snapshot taken before the drop is open (such a snapshot
 // keeps the family readable through its *Family), or at Close. Later reads through the
 // *Family fail with ErrFamilyRetired; iterators opened before keep working until
-// closed. Families
+// closed. After the first drop, padding families keep RocksDB from retaining the
+// options of every family created later in memory (pads.go). Families
 // found on disk but not named in Options.Families are reopened with default options.
 // Creation and drop are serialised by one mutex taken before the gate, so neither can
 // wait on the gate's read side behind a Close.

@@ -37,7 +37,9 @@ type dropStats struct {
 // when it happened) on the goroutine that ran it; after a failure it is called on the
 // attempt that finally succeeds or at Close.
 //
-// The default family and MetaFamily cannot be dropped (*ConfigError).
+// The default family, MetaFamily and the padding families (PadFamilyPrefix) cannot be
+// dropped (*ConfigError). After the first drop the storage layer keeps padding
+// families so that creating families later costs no memory for good (see pads.go).
 func (db *DB) DropFamily(name string, done ...func(error)) error {
 	return db.dropFamily(name, nil, done)
 }
@@ -56,8 +58,8 @@ func (db *DB) dropFamily(name string, record func(*Family) error, done []func(er
 	if db.opts.ReadOnly {
 		return ErrReadOnly
 	}
-	if name == DefaultFamily || name == MetaFamily {
-		return &ConfigError{Field: "family name", Value: name, Expected: "a family other than the default family and the storage meta family, which cannot be dropped"}
+	if name == DefaultFamily || isInternal(name) {
+		return &ConfigError{Field: "family name", Value: name, Expected: "a family other than the default family and the storage layer's own families (its meta and padding families), which cannot be dropped"}
 	}
 	db.ddl.Lock()
 	defer db.ddl.Unlock()
@@ -78,6 +80,10 @@ func (db *DB) dropFamily(name string, record func(*Family) error, done []func(er
 		err = record(f)
 	}
 	db.retire(f, done)
+	if db.enter() == nil {
+		db.padFamilies()
+		db.leave()
+	}
 	return err
 }
 

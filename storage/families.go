@@ -205,7 +205,7 @@ func (db *DB) Default() *Family {
 }
 
 // Families returns the names of the live families, sorted, without the storage
-// layer's own MetaFamily.
+// layer's own families (MetaFamily, the padding families).
 func (db *DB) Families() ([]string, error) {
 	if err := db.enter(); err != nil {
 		return nil, err
@@ -214,7 +214,7 @@ func (db *DB) Families() ([]string, error) {
 	db.families.mu.RLock()
 	names := make([]string, 0, len(db.families.byName))
 	for n := range db.families.byName {
-		if n != MetaFamily {
+		if !isInternal(n) {
 			names = append(names, n)
 		}
 	}
@@ -247,6 +247,9 @@ func (db *DB) CreateFamilyGeneration(name string, gen int, opts FamilyOptions) (
 	}
 	if err := opts.Validate(); err != nil {
 		return nil, err
+	}
+	if strings.HasPrefix(name, PadFamilyPrefix) {
+		return nil, &ConfigError{Field: "family name", Value: name, Expected: fmt.Sprintf("a name not starting with %q, which the storage layer's padding families use", PadFamilyPrefix)}
 	}
 	if gen < 0 {
 		return nil, &ConfigError{Field: "generation", Value: gen, Expected: "0 (the next) or positive"}

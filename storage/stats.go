@@ -85,7 +85,7 @@ func (db *DB) Stats() (Stats, error) {
 	}
 	db.families.mu.RUnlock()
 	for _, f := range fams {
-		if f.name == MetaFamily {
+		if isInternal(f.name) {
 			continue
 		}
 		fs, ok := db.familyStats(f)

@@ -92,7 +92,8 @@ func (e *ArgumentError) Is(target error) bool { return target == ErrInvalidArgum
 func (e *ArgumentError) Unwrap() error { return e.Err }
 
 // DroppedError reports a commit or write refused because a family it touches was
-// dropped. It matches ErrColumnFamilyDropped.
+// dropped, or a read through a dropped family that nothing keeps readable any more
+// (see ColumnFamily). It matches ErrColumnFamilyDropped.
 type DroppedError struct{ Family string }
 
 // Error describes the problem, naming what was wrong.
@@ -125,6 +126,15 @@ func (e *SyncError) Is(target error) bool { return target == ErrStopped }
 
 // Unwrap returns the storage error.
 func (e *SyncError) Unwrap() error { return e.Err }
+
+// readErr maps a storage read error through f: a dropped family's refusal becomes a
+// *DroppedError naming it, a closed database ErrClosed.
+func readErr(f *storage.Family, err error) error {
+	if errors.Is(err, storage.ErrFamilyRetired) {
+		return &DroppedError{Family: f.Name()}
+	}
+	return closedErr(err)
+}
 
 // closedErr maps the storage layer's closed error to ours.
 func closedErr(err error) error {

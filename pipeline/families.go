@@ -17,9 +17,15 @@ import (
 	"github.com/rockline/rockline/validators"
 )
 
-// ColumnFamily is a handle on one generation of a column family. It stays valid until
-// the database closes; once the family is dropped, writes through it fail with
-// ErrColumnFamilyDropped while reads keep working.
+// ColumnFamily is a handle on one generation of a column family, safe to use until
+// the database closes. Once the family is dropped, writes through it fail with
+// ErrColumnFamilyDropped. Reads through it work only while something keeps the
+// dropped generation: a transaction begun before the drop reads it until that
+// transaction ends, and any read works until the physical drop (which waits for the
+// commits admitted before the drop). After both, the generation's native memory is
+// freed and reads through the handle fail with ErrColumnFamilyDropped (a
+// *DroppedError naming the family). An iterator opened before the drop keeps working
+// until it is closed.
 type ColumnFamily struct {
 	db   *DB
 	f    *storage.Family
@@ -153,17 +159,23 @@ func (db *DB) ColumnFamilies() ([]string, error) {
 	return out, nil
 }
 
-// DropColumnFamily drops the family and returns without waiting for commits already
-// admitted that write to it: they complete normally. From the call on, new writes to
-// the family and commits that buffered writes to it (or read it with tracking) before
-// the drop fail whole with ErrColumnFamilyDropped (a *DroppedError naming it), and the
-// name can be created again at once as a new, empty family. The drop is a log entry of
-// its own (LogEntry.Families), durable before the call returns, so Replay and Rebuild
-// reproduce it; the physical RocksDB drop runs exactly once, when the last admitted
-// commit releases the family (a crash in between is completed by the next Open).
-// Reads and iterators already open on the old family keep working. The default family
-// and rockline's own families cannot be dropped (*ArgumentError). The span
-// rockline.cf.drop covers the call up to the physical drop.
+// DropColumnFamily drops the family. It does not wait for commits already admitted
+// that write to it: they complete normally, and only the physical drop waits for
+// them. From the call on, new writes to the family and commits that buffered writes to
+// it (or read it with tracking) before the drop fail whole with ErrColumnFamilyDropped
+// (a *DroppedError naming it), and the name can be created again at once as a new,
+// empty family. The drop is a log entry of its own (LogEntry.Families), durable before
+// the call returns, so Replay and Rebuild reproduce it. That entry takes the next log
+// position as a commit does, so the call waits for the write group ahead of it in the
+// writer queue: under the parallel policy only for that group's write, under the
+// serial policy also for its validation, Checks included, since the serial leader
+// validates a whole group before it assigns positions. The physical RocksDB drop runs
+// exactly once, when the last admitted commit releases the family (a crash in between
+// is completed by the next Open). Transactions begun before the drop keep reading the
+// old family, and iterators already open on it keep working, until they end; its
+// native memory is freed after that and the physical drop (see ColumnFamily). The
+// default family and rockline's own families cannot be dropped (*ArgumentError). The
+// span rockline.cf.drop covers the call up to the physical drop.
 func (db *DB) DropColumnFamily(name string) error {
 	if err := db.writable(); err != nil {
 		return err
@@ -345,7 +357,8 @@ func checkFamilyName(op, name string) error {
 }
 
 // checkFamily verifies a family argument of a transaction call. A dropped family
-// passes: reads through its handle keep working (writes check Dropped themselves).
+// passes: storage refuses reads once its handle is freed (readErr), and writes check
+// Dropped themselves.
 func (db *DB) checkFamily(op string, c *ColumnFamily) (*storage.Family, error) {
 	if c == nil || c.f == nil {
 		if c != nil && c.db == db {

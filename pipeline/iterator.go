@@ -69,7 +69,7 @@ func (t *Txn) NewIterator(cf *ColumnFamily, o IterOptions) (*Iterator, error) {
 	}
 	base, err := t.db.store.NewIterator(f, storage.IterOptions{Lower: o.Lower, Upper: o.Upper, Snapshot: t.snap})
 	if err != nil {
-		return nil, closedErr(err)
+		return nil, readErr(f, err)
 	}
 	t.noteRead(f) // the keys it returns are tracked reads
 	latest := make(map[string]int)

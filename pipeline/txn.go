@@ -151,7 +151,7 @@ func (t *Txn) get(op string, cf *ColumnFamily, key []byte, track bool) ([]byte, 
 		return bytes.Clone(t.ops[i].Value), nil
 	}
 	v, err := t.db.store.Get(f, key, t.snap)
-	return v, closedErr(err)
+	return v, readErr(f, err)
 }
 
 // noteRead remembers a family the transaction read with tracking, so the commit can

@@ -55,10 +55,15 @@ func (db *DB) DeleteRange(f *Family, start, end []byte) error {
 		return err
 	}
 	defer db.leave()
+	h, err := f.pin("delete range")
+	if err != nil {
+		return err
+	}
+	defer f.unpin()
 	if f.physicallyDropped() {
 		return fmt.Errorf("rockline: delete range in dropped family %q: %w", f.name, errRetired)
 	}
-	return mapError("delete range", db.native.DeleteRangeCF(db.wo, f.handle, start, end))
+	return mapError("delete range", db.native.DeleteRangeCF(db.wo, h, start, end))
 }
 
 // CompactRange compacts the keys of f in [start, end) (nil for unbounded ends) down to
@@ -79,9 +84,14 @@ func (db *DB) CompactRange(f *Family, start, end []byte) error {
 		return err
 	}
 	defer db.leave()
+	h, err := f.pin("compact")
+	if err != nil {
+		return err
+	}
+	defer f.unpin()
 	if f.physicallyDropped() {
 		return fmt.Errorf("rockline: compact dropped family %q: %w", f.name, errRetired)
 	}
-	db.native.CompactRangeCF(f.handle, grocksdb.Range{Start: start, Limit: end})
+	db.native.CompactRangeCF(h, grocksdb.Range{Start: start, Limit: end})
 	return nil
 }

@@ -6,7 +6,8 @@ import (
 )
 
 // ErrFamilyRetired is returned by Claim (and by batch writes) for a family that was
-// dropped. The family's *Family still serves reads.
+// dropped, and by reads through its *Family once its native handle was freed (see
+// Family).
 var ErrFamilyRetired = errors.New("rockline: column family dropped")
 
 // Claim admits one commit that will write to f: until the matching Release, f is not

@@ -19,7 +19,8 @@ import (
 //     native call can be in flight during or after the free.
 //   - closed only goes from false to true, under gate's write lock.
 //   - Snapshots and iterators are in live until released; Close releases what is left.
-//   - Family handles (including those of dropped families) are destroyed only by Close.
+//   - A live family's handle is destroyed only by Close; a dropped family's as soon as
+//     nothing can read through it (handles.go), or by Close.
 type DB struct {
 	dir  string
 	opts Options
@@ -39,6 +40,7 @@ type DB struct {
 	families   registry
 	meta       *Family
 	drops      dropStats
+	handles    handles
 	// writeFailed is set once a native write or WAL sync returned an error (a full
 	// disk, an I/O error). RocksDB's WAL writer then holds that error, and syncing the
 	// WAL again (FlushWAL at Close) trips an assertion that aborts the process in
@@ -157,14 +159,13 @@ func Open(dir string, opts Options) (*DB, error) {
 		return nil, mapError("open "+dir, err)
 	}
 	db.native = native
+	for _, o := range cfOpts[1:] {
+		o.Destroy() // RocksDB keeps a copy of the options it opened each family with
+	}
 	for i, n := range names {
 		logical, gen := parsePhysical(n)
 		fo := opts.familyOptions(logical).withDefaults()
-		var o *grocksdb.Options
-		if i > 0 {
-			o = cfOpts[i]
-		}
-		db.families.add(&Family{db: db, name: logical, physical: n, gen: gen, id: handles[i].ID(), handle: handles[i], opts: fo, nativeOpts: o})
+		db.families.add(&Family{db: db, name: logical, physical: n, gen: gen, id: handles[i].ID(), handle: handles[i], opts: fo})
 	}
 	db.meta = db.families.get(MetaFamily)
 	db.wo = grocksdb.NewDefaultWriteOptions()
@@ -282,12 +283,7 @@ func (db *DB) Close() error {
 			errs = append(errs, mapError("flush WAL on close", err))
 		}
 	}
-	for _, f := range db.families.all() {
-		f.handle.Destroy()
-		if f.nativeOpts != nil {
-			f.nativeOpts.Destroy()
-		}
-	}
+	db.freeAllLocked()
 	db.native.Close()
 	if db.unsyncedWO != db.wo {
 		db.unsyncedWO.Destroy()

@@ -134,6 +134,10 @@ func TestDropFamily(t *testing.T) {
 	pending := storage.NewBatch() // built before the drop, written after
 	mustPut(t, pending, old, "late", "2")
 	mustPut(t, pending, db.Default(), "late", "2")
+	snap, err := db.NewSnapshot() // taken before the drop: keeps the old handle readable
+	if err != nil {
+		t.Fatal(err)
+	}
 
 	if err := db.DropFamily("X"); err != nil {
 		t.Fatalf("DropFamily(X): %v", err)
@@ -155,8 +159,10 @@ func TestDropFamily(t *testing.T) {
 		t.Errorf("Families() after drop (-want +got):\n%s", diff)
 	}
 
-	// Reads through the old handle still see the data as it was.
+	// While the snapshot taken before the drop is open, reads through the old handle
+	// still see the data as it was.
 	wantValue(t, db, old, nil, "old", "1")
+	wantValue(t, db, old, snap, "old", "1")
 	if diff := cmp.Diff([]string{"old=1"}, scan(t, db, old, storage.IterOptions{})); diff != "" {
 		t.Errorf("scan dropped family (-want +got):\n%s", diff)
 	}
@@ -196,6 +202,12 @@ func TestDropFamily(t *testing.T) {
 	wantValue(t, db, fresh, nil, "new", "2")
 	wantMissing(t, db, old, nil, "new") // the old handle still reads the old family
 	wantValue(t, db, old, nil, "old", "1")
+
+	// Its release frees the old handle: reads through it are refused.
+	snap.Release()
+	if _, err := db.Get(old, []byte("old"), nil); !errors.Is(err, storage.ErrFamilyRetired) {
+		t.Errorf("Get through the freed handle: %v, want ErrFamilyRetired", err)
+	}
 
 	if err := db.Close(); err != nil {
 		t.Fatalf("Close: %v", err)

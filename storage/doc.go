@@ -39,8 +39,13 @@
 // process dies is completed by the next Open before it returns, so a dropped family
 // never comes back; one still claimed at Close is reported as a *DropPendingError. A
 // failed physical drop is retried on the next DropFamily, Open or Close and counted in
-// Stats. Native handles of retired families stay alive until Close (each destroyed
-// exactly once), so reads through a *Family obtained earlier keep working. Families
+// Stats. A dropped family's native handle, and with it RocksDB's memory for the
+// family, is destroyed exactly once: as soon as the drop is physical, no read through
+// it is in native code and no snapshot taken before the drop is open (such a snapshot
+// keeps the family readable through its *Family), or at Close. Later reads through the
+// *Family fail with ErrFamilyRetired; iterators opened before keep working until
+// closed. After the first drop, padding families keep RocksDB from retaining the
+// options of every family created later in memory (pads.go). Families
 // found on disk but not named in Options.Families are reopened with default options.
 // Creation and drop are serialised by one mutex taken before the gate, so neither can
 // wait on the gate's read side behind a Close.

@@ -29,14 +29,17 @@ type dropStats struct {
 // commits that hold claims on it. Before it returns, the retirement is recorded
 // durably, so a drop is never forgotten by a crash: the next Open completes it. New
 // claims and batch writes to the family fail at once; the name can be created again
-// at once; reads through the *Family keep working. The physical RocksDB drop runs
+// at once; reads through the *Family keep working until its native handle is freed
+// (see Family). The physical RocksDB drop runs
 // exactly once, when the last claim is released (now, if none is held). A physical
 // drop that fails is retried on the next DropFamily, Open or Close, and counted in
 // Stats. done, when not nil, is called once with the physical drop's outcome (nil
 // when it happened) on the goroutine that ran it; after a failure it is called on the
 // attempt that finally succeeds or at Close.
 //
-// The default family and MetaFamily cannot be dropped (*ConfigError).
+// The default family, MetaFamily and the padding families (PadFamilyPrefix) cannot be
+// dropped (*ConfigError). After the first drop the storage layer keeps padding
+// families so that creating families later costs no memory for good (see pads.go).
 func (db *DB) DropFamily(name string, done ...func(error)) error {
 	return db.dropFamily(name, nil, done)
 }
@@ -55,8 +58,8 @@ func (db *DB) dropFamily(name string, record func(*Family) error, done []func(er
 	if db.opts.ReadOnly {
 		return ErrReadOnly
 	}
-	if name == DefaultFamily || name == MetaFamily {
-		return &ConfigError{Field: "family name", Value: name, Expected: "a family other than the default family and the storage meta family, which cannot be dropped"}
+	if name == DefaultFamily || isInternal(name) {
+		return &ConfigError{Field: "family name", Value: name, Expected: "a family other than the default family and the storage layer's own families (its meta and padding families), which cannot be dropped"}
 	}
 	db.ddl.Lock()
 	defer db.ddl.Unlock()
@@ -77,6 +80,10 @@ func (db *DB) dropFamily(name string, record func(*Family) error, done []func(er
 		err = record(f)
 	}
 	db.retire(f, done)
+	if db.enter() == nil {
+		db.padFamilies()
+		db.leave()
+	}
 	return err
 }
 
@@ -90,6 +97,7 @@ func intentKey(physical string) []byte { return append(bytes.Clone(dropIntentPre
 // retire marks f dropped once its intent is durable, and starts the physical drop if
 // no claim holds it. The caller holds db.ddl, not the gate.
 func (db *DB) retire(f *Family, done []func(error)) {
+	db.noteRetired(f)
 	r := &db.families
 	r.mu.Lock()
 	f.mu.Lock()
@@ -129,7 +137,7 @@ func (db *DB) dropLocked(f *Family) {
 		return nil
 	})
 	if err == nil {
-		err = mapError(fmt.Sprintf("drop family %q", f.name), db.native.DropColumnFamily(f.handle))
+		err = db.dropNative(f)
 	}
 	if err == nil {
 		// The intent is only a reminder now; losing this delete means one redundant
@@ -153,9 +161,20 @@ func (db *DB) dropLocked(f *Family) {
 	}
 	db.drops.pending.Add(-1)
 	db.drops.done.Add(1)
+	db.handleDropped(f)
 	for _, cb := range callbacks {
 		cb(nil)
 	}
+}
+
+// dropNative drops f in RocksDB through its handle.
+func (db *DB) dropNative(f *Family) error {
+	h, err := f.pin("drop family")
+	if err != nil {
+		return err
+	}
+	defer f.unpin()
+	return mapError(fmt.Sprintf("drop family %q", f.name), db.native.DropColumnFamily(h))
 }
 
 // retryDrops retries physical drops that failed earlier and are no longer claimed,
@@ -239,6 +258,7 @@ func (db *DB) completeIntents() error {
 		r.mu.Lock()
 		r.retireLocked(target) // an older generation may already be in the graveyard
 		r.mu.Unlock()
+		db.noteRetired(target)
 		target.mu.Lock()
 		target.retired.Store(true)
 		target.dropping = true

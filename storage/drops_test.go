@@ -70,7 +70,13 @@ func TestDropWaitsForClaims(t *testing.T) {
 	if st.PendingDrops != 0 || st.CompletedDrops != 1 {
 		t.Fatalf("pending %d, completed %d; want 0, 1", st.PendingDrops, st.CompletedDrops)
 	}
-	wantValue(t, db, f, nil, "before", "1") // the old handle still reads
+	// Dropped physically and pinned by no snapshot: the old handle is freed.
+	if _, err := db.Get(f, []byte("before"), nil); !errors.Is(err, storage.ErrFamilyRetired) {
+		t.Fatalf("Get through the dropped family = %v; want ErrFamilyRetired", err)
+	}
+	if st.HeldDropped != 0 || st.FreedDropped != 1 {
+		t.Fatalf("held %d, freed %d dropped handles; want 0, 1", st.HeldDropped, st.FreedDropped)
+	}
 	wantValue(t, db, again, nil, "fresh", "3")
 }
 

@@ -17,9 +17,11 @@ import (
 // names may not contain it.
 const generationSep = "#"
 
-// Family is one generation of a column family. A *Family stays valid until its
-// database closes: once dropped (retired) it refuses new claims and new batch writes,
-// but reads through it keep working, also after the physical drop.
+// Family is one generation of a column family. Once dropped (retired) it refuses new
+// claims and new batch writes; reads through it keep working until its native handle
+// is freed, which happens once the drop is physical and no snapshot taken before the
+// drop is open (see handles.go). Reads after that fail with an error matching
+// ErrFamilyRetired. The *Family itself stays safe to use in every call.
 //
 // Invariants (mu guards claims, retired's transitions, dropping, dropped):
 //   - retired goes false->true once, under mu; afterwards Claim fails.
@@ -27,15 +29,18 @@ const generationSep = "#"
 //     claims == 0, on the goroutine that observed that state (Retire or the last
 //     Release); dropping marks an attempt in progress.
 //   - dropped (physically) implies retired and claims == 0.
+//   - handle is nil once freed; see handles.go for who reads and frees it.
 type Family struct {
-	db         *DB
-	name       string // the logical name users see
-	physical   string // RocksDB's name: name, or name#generation
-	gen        int
-	id         uint32
-	handle     *grocksdb.ColumnFamilyHandle
-	nativeOpts *grocksdb.Options
-	opts       FamilyOptions
+	db       *DB
+	name     string // the logical name users see
+	physical string // RocksDB's name: name, or name#generation
+	gen      int
+	id       uint32
+	opts     FamilyOptions
+
+	hmu       sync.RWMutex
+	handle    *grocksdb.ColumnFamilyHandle
+	retiredAt uint64 // the retirement's epoch (handles.go); 0 while live
 
 	retired  atomic.Bool
 	mu       sync.Mutex
@@ -105,9 +110,10 @@ func parsePhysical(physical string) (string, int) {
 	return physical[:i], gen
 }
 
-// registry is the one place that knows which families exist. It holds every handle
-// ever opened (live ones by name, retired ones in graveyard, each handle once) so Close
-// frees them all, exactly once.
+// registry is the one place that knows which families exist: live ones by name, and
+// retired ones not yet dropped physically in graveyard. A family leaves the registry
+// when its physical drop completes (its handle is then freed by handles.go); Close
+// frees the handles of the families left, each exactly once.
 type registry struct {
 	mu        sync.RWMutex
 	byName    map[string]*Family
@@ -140,6 +146,15 @@ func (r *registry) retireLocked(f *Family) {
 	}
 	if !slices.Contains(r.graveyard, f) {
 		r.graveyard = append(r.graveyard, f)
+	}
+}
+
+// forget removes f, dropped physically, from the graveyard.
+func (r *registry) forget(f *Family) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if i := slices.Index(r.graveyard, f); i >= 0 {
+		r.graveyard = slices.Delete(r.graveyard, i, i+1)
 	}
 }
 
@@ -190,7 +205,7 @@ func (db *DB) Default() *Family {
 }
 
 // Families returns the names of the live families, sorted, without the storage
-// layer's own MetaFamily.
+// layer's own families (MetaFamily, the padding families).
 func (db *DB) Families() ([]string, error) {
 	if err := db.enter(); err != nil {
 		return nil, err
@@ -199,7 +214,7 @@ func (db *DB) Families() ([]string, error) {
 	db.families.mu.RLock()
 	names := make([]string, 0, len(db.families.byName))
 	for n := range db.families.byName {
-		if n != MetaFamily {
+		if !isInternal(n) {
 			names = append(names, n)
 		}
 	}
@@ -233,6 +248,9 @@ func (db *DB) CreateFamilyGeneration(name string, gen int, opts FamilyOptions) (
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
+	if strings.HasPrefix(name, PadFamilyPrefix) {
+		return nil, &ConfigError{Field: "family name", Value: name, Expected: fmt.Sprintf("a name not starting with %q, which the storage layer's padding families use", PadFamilyPrefix)}
+	}
 	if gen < 0 {
 		return nil, &ConfigError{Field: "generation", Value: gen, Expected: "0 (the next) or positive"}
 	}
@@ -264,11 +282,11 @@ func (db *DB) CreateFamilyGeneration(name string, gen int, opts FamilyOptions) (
 	physical := physicalName(name, gen)
 	no := db.familyOptions(opts)
 	h, err := db.native.CreateColumnFamily(no, physical)
+	no.Destroy() // RocksDB keeps a copy of the options it created the family with
 	if err != nil {
-		no.Destroy()
 		return nil, mapError(fmt.Sprintf("create family %q", name), err)
 	}
-	f := &Family{db: db, name: name, physical: physical, gen: gen, id: h.ID(), handle: h, nativeOpts: no, opts: opts.withDefaults()}
+	f := &Family{db: db, name: name, physical: physical, gen: gen, id: h.ID(), handle: h, opts: opts.withDefaults()}
 	r.mu.Lock()
 	r.byName[name] = f
 	r.noteGen(name, gen)

@@ -148,12 +148,17 @@ func (db *DB) IngestExternalFiles(f *Family, paths []string, o IngestOptions) er
 		return err
 	}
 	defer db.leave()
+	h, err := f.pin("ingest")
+	if err != nil {
+		return err
+	}
+	defer f.unpin()
 	if f.physicallyDropped() {
 		return fmt.Errorf("rockline: ingest into dropped family %q: %w", f.name, errRetired)
 	}
 	io := grocksdb.NewDefaultIngestExternalFileOptions()
 	defer io.Destroy()
 	io.SetMoveFiles(o.Move)
-	err := db.native.IngestExternalFileCF(f.handle, paths, io)
+	err = db.native.IngestExternalFileCF(h, paths, io)
 	return mapError(fmt.Sprintf("ingest %d SST files into %q", len(paths), f.name), err)
 }

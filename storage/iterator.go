@@ -31,6 +31,9 @@ type Iterator struct {
 }
 
 // NewIterator opens an iterator on f. Position it with First or Seek before reading.
+// It fails as Get does for a dropped family; an iterator opened before the family was
+// dropped keeps reading it until closed, whatever happens to the handle (RocksDB's
+// iterator holds the family's data itself).
 func (db *DB) NewIterator(f *Family, o IterOptions) (*Iterator, error) {
 	if err := db.check(f); err != nil {
 		return nil, err
@@ -39,6 +42,11 @@ func (db *DB) NewIterator(f *Family, o IterOptions) (*Iterator, error) {
 		return nil, err
 	}
 	defer db.leave()
+	h, err := f.pin("iterate")
+	if err != nil {
+		return nil, err
+	}
+	defer f.unpin()
 	ro := grocksdb.NewDefaultReadOptions()
 	if o.Snapshot != nil {
 		// Hold the snapshot until the native iterator has read it.
@@ -57,7 +65,7 @@ func (db *DB) NewIterator(f *Family, o IterOptions) (*Iterator, error) {
 	if it.upper != nil {
 		ro.SetIterateUpperBound(it.upper)
 	}
-	it.it = db.native.NewIteratorCF(ro, f.handle)
+	it.it = db.native.NewIteratorCF(ro, h)
 	o.Snapshot.endRead()
 	db.track(it)
 	return it, nil

@@ -11,7 +11,9 @@ import (
 var ErrReleased = errors.New("rockline: snapshot or iterator already released")
 
 // Snapshot is a consistent, read-only view of the database at the moment it was taken.
-// It must be released; Close releases snapshots still open.
+// It must be released; Close releases snapshots still open. Families dropped after it
+// was taken stay readable through their *Family while it is open (their native
+// handles are freed after its release).
 //
 // Invariant: ro and snap are valid while released is false; they are freed under
 // mu's write lock, and readers hold mu for reading.
@@ -21,6 +23,7 @@ type Snapshot struct {
 	released bool
 	snap     *grocksdb.Snapshot
 	ro       *grocksdb.ReadOptions
+	epoch    uint64 // the drop epoch it was taken in (handles.go)
 }
 
 // NewSnapshot pins the current state of the database. A secondary (Options.Secondary)
@@ -36,18 +39,20 @@ func (db *DB) NewSnapshot() (*Snapshot, error) {
 		s.snap = db.native.NewSnapshot()
 		s.ro.SetSnapshot(s.snap)
 	}
-	db.track(s)
+	db.trackSnapshot(s)
 	return s, nil
 }
 
-// Release frees the snapshot. It is idempotent and safe after the database closed.
+// Release frees the snapshot, and the handles of dropped families only it still
+// pinned. It is idempotent and safe after the database closed.
 func (s *Snapshot) Release() {
 	if s == nil || s.db.enter() != nil {
 		return // Close already released it.
 	}
 	defer s.db.leave()
-	s.db.untrack(s)
+	s.db.untrackSnapshot(s)
 	s.releaseLocked()
+	s.db.freeUnpinned()
 }
 
 // releaseLocked frees the native objects; the caller holds the database gate.

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/linxGnu/grocksdb"
 )
 
 // FamilyStats are one family's write-stall indicators and space, read from RocksDB
@@ -37,6 +39,8 @@ type Stats struct {
 	FailedDrops       int64  // physical drop attempts that failed, cumulative
 	CompletedDrops    int64  // physical drops done, cumulative
 	LastDropError     string // the last drop failure, if any
+	HeldDropped       int64  // families dropped physically whose native memory a snapshot taken before the drop still holds
+	FreedDropped      int64  // dropped families whose native handle and memory were freed, cumulative
 	BlockCacheBytes   uint64 // the block cache's use, shared by every family
 	BlockCachePinned  uint64 // the part of it pinned by open iterators and tables
 	// Tickers holds every RocksDB statistics ticker by its name, cumulative since
@@ -69,6 +73,8 @@ func (db *DB) Stats() (Stats, error) {
 	s.PendingDrops = db.drops.pending.Load()
 	s.FailedDrops = db.drops.failed.Load()
 	s.CompletedDrops = db.drops.done.Load()
+	s.HeldDropped = db.handles.held.Load()
+	s.FreedDropped = db.handles.freed.Load()
 	if e, ok := db.drops.lastErr.Load().(string); ok {
 		s.LastDropError = e
 	}
@@ -79,22 +85,36 @@ func (db *DB) Stats() (Stats, error) {
 	}
 	db.families.mu.RUnlock()
 	for _, f := range fams {
-		if f.name == MetaFamily {
+		if isInternal(f.name) {
 			continue
 		}
-		fs := FamilyStats{Name: f.name, Generation: f.Generation(), WriteBufferSize: f.opts.WriteBufferSize, MaxWriteBufferNumber: f.opts.MaxWriteBufferNumber}
-		fs.EstimatedKeys, _ = db.native.GetIntPropertyCF("rocksdb.estimate-num-keys", f.handle)
-		fs.ImmutableMemtables, _ = db.native.GetIntPropertyCF("rocksdb.num-immutable-mem-table", f.handle)
-		fs.MemtableBytes, _ = db.native.GetIntPropertyCF("rocksdb.cur-size-all-mem-tables", f.handle)
-		fs.L0Files, _ = db.native.GetIntPropertyCF("rocksdb.num-files-at-level0", f.handle)
-		fs.PendingCompactionBytes, _ = db.native.GetIntPropertyCF("rocksdb.estimate-pending-compaction-bytes", f.handle)
-		fs.SSTBytes, _ = db.native.GetIntPropertyCF("rocksdb.total-sst-files-size", f.handle)
-		fs.LiveDataBytes, _ = db.native.GetIntPropertyCF("rocksdb.estimate-live-data-size", f.handle)
+		fs, ok := db.familyStats(f)
+		if !ok {
+			continue // dropped meanwhile
+		}
 		s.ImmutableMemtable += fs.ImmutableMemtables
 		s.Families = append(s.Families, fs)
 	}
 	slices.SortFunc(s.Families, func(a, b FamilyStats) int { return strings.Compare(a.Name, b.Name) })
 	return s, nil
+}
+
+// familyStats reads f's properties; ok is false when f's handle was freed meanwhile.
+func (db *DB) familyStats(f *Family) (fs FamilyStats, ok bool) {
+	h, err := f.pin("stats")
+	if err != nil {
+		return fs, false
+	}
+	defer f.unpin()
+	fs = FamilyStats{Name: f.name, Generation: f.Generation(), WriteBufferSize: f.opts.WriteBufferSize, MaxWriteBufferNumber: f.opts.MaxWriteBufferNumber}
+	fs.EstimatedKeys, _ = db.native.GetIntPropertyCF("rocksdb.estimate-num-keys", h)
+	fs.ImmutableMemtables, _ = db.native.GetIntPropertyCF("rocksdb.num-immutable-mem-table", h)
+	fs.MemtableBytes, _ = db.native.GetIntPropertyCF("rocksdb.cur-size-all-mem-tables", h)
+	fs.L0Files, _ = db.native.GetIntPropertyCF("rocksdb.num-files-at-level0", h)
+	fs.PendingCompactionBytes, _ = db.native.GetIntPropertyCF("rocksdb.estimate-pending-compaction-bytes", h)
+	fs.SSTBytes, _ = db.native.GetIntPropertyCF("rocksdb.total-sst-files-size", h)
+	fs.LiveDataBytes, _ = db.native.GetIntPropertyCF("rocksdb.estimate-live-data-size", h)
+	return fs, true
 }
 
 // parseTickers reads the "name COUNT : n" lines of RocksDB's statistics dump.
@@ -123,12 +143,26 @@ func (db *DB) Flush() error {
 	fo := newFlushOptions()
 	defer fo.Destroy()
 	for _, f := range db.families.all() {
-		if f.physicallyDropped() {
-			continue
-		}
-		if err := db.native.FlushCF(f.handle, fo); err != nil {
-			return mapError("flush "+f.name, err)
+		if err := db.flushFamily(f, fo); err != nil {
+			return err
 		}
 	}
 	return nil
+}
+
+// flushFamily flushes f unless it was dropped physically.
+func (db *DB) flushFamily(f *Family, fo *grocksdb.FlushOptions) error {
+	h, err := f.pin("flush")
+	if err != nil {
+		return nil // dropped, handle freed: nothing to flush
+	}
+	defer f.unpin()
+	if f.physicallyDropped() {
+		return nil
+	}
+	err = db.native.FlushCF(h, fo)
+	if err != nil && f.Dropped() {
+		return nil // dropped during the flush (RocksDB: "Column family dropped")
+	}
+	return mapError("flush "+f.name, err)
 }

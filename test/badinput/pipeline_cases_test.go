@@ -333,7 +333,7 @@ func pipelineCases() []badCase {
 	for _, op := range []string{"Txn.Put", "Txn.Delete"} {
 		add(op+"/dropped family", droppedErr("gone"), func(e *env) error { return txnOp(e.db.Begin(), op, e.es, e.dropped, []byte("k"), []byte("v")) })
 	}
-	add("Txn.Get/dropped family still reads", is(pipeline.ErrNotFound), func(e *env) error {
+	add("Txn.Get/dropped family, freed", droppedErr("gone"), func(e *env) error {
 		return txnOp(e.db.Begin(), "Txn.Get", e.es, e.dropped, []byte("missing"), nil)
 	})
 	add("Commit/writes buffered before the drop", droppedErr("doomed"), func(e *env) error {

@@ -116,7 +116,7 @@ func storageCases() []badCase {
 	add("Get/snapshot of another database", is(storage.ErrForeignSnapshot, "snapshot"), func(e *env) error { _, err := e.st.Get(e.sf, k, e.otherSnap); return err })
 	add("Get/released snapshot", is(storage.ErrReleased, "released"), func(e *env) error { _, err := e.st.Get(e.sf, k, e.released); return err })
 	add("Get/missing key", is(storage.ErrNotFound, "not found"), func(e *env) error { _, err := e.st.Get(e.sf, []byte("missing"), nil); return err })
-	add("Get/dropped family still reads", is(storage.ErrNotFound), func(e *env) error { _, err := e.st.Get(e.sRetired, []byte("missing"), nil); return err })
+	add("Get/dropped family, freed", is(storage.ErrFamilyRetired, `"retired"`), func(e *env) error { _, err := e.st.Get(e.sRetired, []byte("missing"), nil); return err })
 	add("Get/closed database", is(storage.ErrClosed, "closed"), func(e *env) error { _, err := e.stClosed.Get(e.sClosedCF, k, nil); return err })
 	add("MultiGet/length mismatch", is(storage.ErrInvalidConfig, "1 families for 2 keys"), func(e *env) error {
 		_, err := e.st.MultiGet([]*storage.Family{e.sf}, [][]byte{k, k}, nil)

@@ -155,9 +155,12 @@ crash: deps
 	ROCKLINE_HISTORY_RUNS=$(HISTORY_RUNS) $(GO) test -count=1 -timeout 60m -v -run 'TestLocalHistory' ./test/history/
 	cd jetstream && ROCKLINE_HISTORY_RUNS=$(HISTORY_RUNS) $(GO) test -count=1 -timeout 150m -v -run 'TestJetStreamHistory' .
 
-# soak runs the 10-minute soak test.
+# soak runs the 10-minute soak test, then the family-churn loop's long form (10,000
+# families created, written and dropped; anonymous memory must stay flat). Without
+# -race: the race detector's shadow memory grows with every allocation.
 soak: deps
 	ROCKLINE_SOAK=10m $(GO) test -count=1 -timeout 30m -v -run 'TestSoak' ./test/soak/
+	ROCKLINE_CHURN=10000 $(GO) test -count=1 -timeout 30m -v -run 'TestFamilyChurn' ./test/soak/
 
 vet: deps
 	$(GO) vet $(PKGS)

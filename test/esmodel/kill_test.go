@@ -22,24 +22,28 @@ import (
 
 // The kill action closes the database, hands a sequence of operations to a child
 // process (this test binary, running TestKillChild) that runs them on it one after
-// another, with the projection running if it was, and SIGKILLs it after a drawn number
-// of acknowledgements. The reopened database must hold every acknowledged operation,
+// another, with the projection running if it was, and SIGKILLs it once it has
+// acknowledged a drawn number of them and started the next (which it never
+// acknowledges, so at most one is in flight: a replay of a failing sequence lands the
+// same operations, give or take that one). The reopened database must hold every acknowledged operation,
 // the one in flight whole or not at all, and none after it; the projection's read
 // model must count exactly the events up to its stored position; the subscribers,
 // dead with the process in the story, come back from their stored checkpoints.
 
 const (
-	childEnv  = "ROCKLINE_ESMODEL_CHILD"
-	planEnv   = "ROCKLINE_ESMODEL_PLAN"
-	ackPrefix = "ACK "
-	readyLine = "READY"
-	doneLine  = "DONE"
+	childEnv   = "ROCKLINE_ESMODEL_CHILD"
+	planEnv    = "ROCKLINE_ESMODEL_PLAN"
+	ackPrefix  = "ACK "
+	flightLine = "FLIGHT" // the child starts the op it will be killed in
+	doneLine   = "DONE"
 )
 
-// childPlan is what the child runs: the operations, and the projection generation to
-// run meanwhile (0: none).
+// childPlan is what the child runs: the operations (acknowledging those before KillAt,
+// then starting the one at KillAt), and the projection generation to run meanwhile
+// (0: none).
 type childPlan struct {
 	Ops        []op `json:"ops"`
+	KillAt     int  `json:"kill_at"`
 	ProjGen    int  `json:"proj_gen,omitempty"`
 	ProjFilter int  `json:"proj_filter,omitempty"`
 }
@@ -94,16 +98,22 @@ func TestKillChild(t *testing.T) {
 			t.Fatalf("child: StartProjection: %v", err)
 		}
 	}
-	fmt.Println(readyLine)
 	for i, o := range plan.Ops {
 		o.decode()
+		if i == plan.KillAt {
+			fmt.Println(flightLine)
+			_, _ = runOp(db, es, o) // killed in it, or after it: never acknowledged
+			break
+		}
 		pos, err := runOp(db, es, o)
 		if err != nil {
 			t.Fatalf("child: op %d %+v: %v", i, o, err)
 		}
 		fmt.Printf("%s%d %d\n", ackPrefix, i, pos)
 	}
-	fmt.Println(doneLine)
+	if plan.KillAt >= len(plan.Ops) {
+		fmt.Println(doneLine)
+	}
 	select {} // until killed; the parent's deadline bounds it
 }
 
@@ -195,11 +205,11 @@ func (m *machine) kill(t *rapid.T) {
 	killAt := rapid.IntRange(0, len(ops)).Draw(t, "kill after acks")
 	last := m.db.LastPosition()
 	m.closeDB(t)
-	plan := childPlan{Ops: ops}
+	plan := childPlan{Ops: ops, KillAt: killAt}
 	if pr := m.proj; pr != nil && pr.wasRunning && !pr.doomed {
 		plan.ProjGen, plan.ProjFilter = pr.gen, pr.filter
 	}
-	acks := runChild(t, m.dir, plan, killAt)
+	acks := runChild(t, m.dir, plan)
 	m.open(t)
 	found := m.childEvents(t, last)
 	for i, o := range ops {
@@ -295,9 +305,9 @@ func (m *machine) applyOp(t *rapid.T, o op, pos uint64) {
 	}
 }
 
-// runChild runs plan in a child on dir, kills it with SIGKILL once it has acknowledged
-// killAt operations (or finished), and returns the positions of the acknowledged ones.
-func runChild(t *rapid.T, dir string, plan childPlan, killAt int) []uint64 {
+// runChild runs plan in a child on dir, kills it with SIGKILL once it has started the
+// op at plan.KillAt (or finished), and returns the positions of the acknowledged ones.
+func runChild(t *rapid.T, dir string, plan childPlan) []uint64 {
 	js, err := json.Marshal(plan)
 	if err != nil {
 		t.Fatal(err)
@@ -340,19 +350,17 @@ func runChild(t *rapid.T, dir string, plan childPlan, killAt int) []uint64 {
 				break
 			}
 			switch {
-			case l == readyLine && killAt == 0, l == doneLine:
+			case l == flightLine, l == doneLine:
 				kill()
 			case strings.HasPrefix(l, ackPrefix):
 				f := strings.Fields(strings.TrimPrefix(l, ackPrefix))
 				i, err1 := strconv.Atoi(f[0])
 				pos, err2 := strconv.ParseUint(f[len(f)-1], 10, 64)
-				if len(f) != 2 || err1 != nil || err2 != nil || i != len(acks) {
+				if len(f) != 2 || err1 != nil || err2 != nil || i != len(acks) || i >= plan.KillAt {
 					kill()
-					t.Fatalf("child line %q: want %s%d POSITION", l, ackPrefix, len(acks))
+					t.Fatalf("child line %q: want %s%d POSITION, below %d", l, ackPrefix, len(acks), plan.KillAt)
 				}
-				if acks = append(acks, pos); len(acks) >= killAt {
-					kill()
-				}
+				acks = append(acks, pos)
 			}
 		case <-timeout:
 			kill()

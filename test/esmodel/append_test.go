@@ -195,14 +195,25 @@ func (m *machine) appendAll(t *rapid.T, what string, calls []appendCall) []outco
 }
 
 // concurrentRetries: the same append (same event IDs) from several goroutines at once,
-// as a client retrying a call it thinks lost. Exactly one writes; all return the same
-// result, published when they return.
+// as a client retrying a call it thinks lost, for a drawn number of rounds. Exactly
+// one writes; all return the same result, published when they return.
 func (m *machine) concurrentRetries(t *rapid.T) {
 	s := rapid.SampledFrom(streamNames).Draw(t, "stream")
 	st := m.model.streams[s]
 	exp := drawExpectation(t, st, "retries")
+	for round := range rapid.IntRange(1, 4).Draw(t, "rounds") {
+		if round > 0 && exp.kind == expExact && st.exists() {
+			exp.rev = st.head() // the next round expects what the last one made
+		}
+		m.retryRound(t, s, exp)
+	}
+}
+
+// retryRound is one round of concurrentRetries.
+func (m *machine) retryRound(t *rapid.T, s string, exp expectation) {
+	st := m.model.streams[s]
 	evs := m.drawEvents(t, "retries")
-	n := rapid.IntRange(2, 4).Draw(t, "goroutines")
+	n := rapid.IntRange(2, 8).Draw(t, "goroutines")
 	if st.matches(exp) && m.model.retryAmbiguous(s, exp, len(evs)) {
 		t.Skip("the winner's events would be hidden, or NoStream on a soft-deleted stream: the retries' outcome is not documented")
 	}

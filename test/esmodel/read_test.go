@@ -20,7 +20,7 @@ func (m *machine) compareStream(t *rapid.T, what, s string, from uint64, limit i
 	if backward {
 		read, op = m.es.ReadStreamBackward, "ReadStreamBackward"
 	}
-	call := fmt.Sprintf("%s: %s(%s, %d, %d)", what, op, s, from, limit)
+	call := fmt.Sprintf("%s: %s(%s, %d, %d) of %v (log from %d)", what, op, s, from, limit, m.model.streams[s], m.model.first)
 	got, err := read(context.Background(), s, from, limit)
 	want, tombstoned, truncated := m.model.readStream(s, from, limit, backward)
 	switch {

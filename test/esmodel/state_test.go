@@ -2,7 +2,9 @@ package esmodel_test
 
 import (
 	"cmp"
+	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/rockline/rockline/eventstore"
 )
@@ -61,6 +63,36 @@ func (s *stream) low() uint64 {
 // the bound does not bring reclaimed revisions back.
 func (s *stream) readable(r uint64) bool {
 	return s.exists() && r < uint64(len(s.revs)) && r >= s.low() && !s.gone[r]
+}
+
+// reclaimed returns the revisions whose records Reclaim deleted, in order.
+func (s *stream) reclaimed() []uint64 {
+	var out []uint64
+	for r := range s.revs {
+		if s.gone[uint64(r)] {
+			out = append(out, uint64(r))
+		}
+	}
+	return out
+}
+
+// String describes the stream's state for a failure message: each revision's
+// position, readable (+) or not (-), and reclaimed (r).
+func (s *stream) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "{deleted %v (before %d), tombstoned %v, metadata %+v, low %d, revisions:", s.deleted, s.deletedBefore, s.tombstoned, s.md, s.low())
+	for r, e := range s.revs {
+		mark := "-"
+		if s.readable(uint64(r)) {
+			mark = "+"
+		}
+		if s.gone[uint64(r)] {
+			mark += "r"
+		}
+		fmt.Fprintf(&b, " %d%s@%d", r, mark, e.pos)
+	}
+	b.WriteString("}")
+	return b.String()
 }
 
 // matches is ExpectedRevision's documented meaning against s.

@@ -22,7 +22,13 @@ import (
 func (m *machine) subscribeStream(t *rapid.T) {
 	s := rapid.SampledFrom(streamNames).Draw(t, "stream")
 	st := m.model.streams[s]
+	if rapid.Bool().Draw(t, "reclaim first") {
+		m.reclaim(t)
+	}
 	from := uint64(rapid.IntRange(0, int(st.nextRev())+1).Draw(t, "from"))
+	if gone := st.reclaimed(); len(gone) > 0 && rapid.Bool().Draw(t, "from a reclaimed revision") {
+		from = rapid.SampledFrom(gone).Draw(t, "reclaimed revision")
+	}
 	k := &streamSink{stream: s, from: from, must: make(map[uint64]bool)}
 	what := fmt.Sprintf("SubscribeToStream(%s, %d)", s, from)
 	sub, ok := k.subscribe(t, m, what, from)
@@ -142,7 +148,7 @@ func (k *streamSink) verify(t *rapid.T, m *machine, what string) {
 	}
 	for r := range k.must {
 		if !handed[r] && st.revs[r].pos >= m.model.first {
-			t.Fatalf("%s: revision %d (a read returned it, or it was appended live) never handed out; handed out %v", what, r, revisions(k.got))
+			t.Fatalf("%s: revision %d (a read returned it, or it was appended live) never handed out; handed out %v; stream %v", what, r, revisions(k.got), st)
 		}
 	}
 }

@@ -43,8 +43,8 @@ const deadline = 30 * time.Second
 // ROCKLINE_ESMODEL_CHECKS (sequences) and ROCKLINE_ESMODEL_STEPS (steps per sequence)
 // scale the run; make crash runs the long form.
 func TestESModel(t *testing.T) {
-	checks := envInt(t, "ROCKLINE_ESMODEL_CHECKS", 6)
-	steps := envInt(t, "ROCKLINE_ESMODEL_STEPS", 30)
+	checks := envInt(t, "ROCKLINE_ESMODEL_CHECKS", 15)
+	steps := envInt(t, "ROCKLINE_ESMODEL_STEPS", 40)
 	for name, v := range map[string]int{"rapid.checks": checks, "rapid.steps": steps} {
 		if err := flag.Set(name, strconv.Itoa(v)); err != nil {
 			t.Fatal(err)

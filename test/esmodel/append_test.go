@@ -54,14 +54,14 @@ func (m *machine) expectAppend(t *rapid.T, what, s string, exp expectation, evs 
 	case !st.matches(exp):
 		expectWrongVersion(t, what, err, s, exp, st.actual())
 	case err != nil:
-		t.Fatalf("%s: %v", what, err)
+		fatalf(t, "%s: %v", what, err)
 	default:
 		if sequential && res.Position <= m.model.maxPos {
-			t.Fatalf("%s: position %d, not above %d, which an earlier call returned", what, res.Position, m.model.maxPos)
+			fatalf(t, "%s: position %d, not above %d, which an earlier call returned", what, res.Position, m.model.maxPos)
 		}
 		m.checkEntry(t, what, s, res.Position, 0, st.nextRev(), evs)
 		if want := m.model.appendAt(s, res.Position, 0, evs); res.NextExpectedRevision != want {
-			t.Fatalf("%s: NextExpectedRevision %d, want %d", what, res.NextExpectedRevision, want)
+			fatalf(t, "%s: NextExpectedRevision %d, want %d", what, res.NextExpectedRevision, want)
 		}
 	}
 }
@@ -73,15 +73,15 @@ func (m *machine) checkEntry(t *rapid.T, what, s string, pos uint64, idx int, re
 	m.published(t, what, pos)
 	e, err := m.db.Entry(pos)
 	if err != nil {
-		t.Fatalf("%s: Entry(%d): %v", what, pos, err)
+		fatalf(t, "%s: Entry(%d): %v", what, pos, err)
 	}
 	if len(e.Events) < idx+len(evs) {
-		t.Fatalf("%s: entry %d holds %d events, want at least %d", what, pos, len(e.Events), idx+len(evs))
+		fatalf(t, "%s: entry %d holds %d events, want at least %d", what, pos, len(e.Events), idx+len(evs))
 	}
 	for i, ev := range evs {
 		got := e.Events[idx+i]
 		if got.ID != ev.id || got.Stream != s || got.Revision != rev+uint64(i) || got.Index != idx+i {
-			t.Fatalf("%s: entry %d event %d is %s of %s@%d (index %d), want %s of %s@%d", what, pos, idx+i, got.ID, got.Stream, got.Revision, got.Index, ev.id, s, rev+uint64(i))
+			fatalf(t, "%s: entry %d event %d is %s of %s@%d (index %d), want %s of %s@%d", what, pos, idx+i, got.ID, got.Stream, got.Revision, got.Index, ev.id, s, rev+uint64(i))
 		}
 	}
 }
@@ -152,13 +152,13 @@ func (m *machine) retry(t *rapid.T) {
 	last, pos, found, clear := m.model.dupOf(c.stream, c.exp, c.evs)
 	if found && err == nil && res.Position == pos {
 		if res.NextExpectedRevision != last {
-			t.Fatalf("%s: NextExpectedRevision %d, want the original %d", what, res.NextExpectedRevision, last)
+			fatalf(t, "%s: NextExpectedRevision %d, want the original %d", what, res.NextExpectedRevision, last)
 		}
 		m.published(t, what, res.Position)
 		return
 	}
 	if clear {
-		t.Fatalf("%s: (%+v, %v), want the original result (revision %d, position %d)", what, res, err, last, pos)
+		fatalf(t, "%s: (%+v, %v), want the original result (revision %d, position %d)", what, res, err, last, pos)
 	}
 	m.expectAppend(t, what, c.stream, c.exp, c.evs, res, err, true)
 }
@@ -228,11 +228,11 @@ func (m *machine) retryRound(t *rapid.T, s string, exp expectation) {
 	for i, o := range out {
 		switch {
 		case o.err != nil:
-			t.Fatalf("%s: goroutine %d: %v, want the one result", what, i, o.err)
+			fatalf(t, "%s: goroutine %d: %v, want the one result", what, i, o.err)
 		case o.pub != nil:
-			t.Fatalf("%s: goroutine %d got (%+v): %v", what, i, o.res, o.pub)
+			fatalf(t, "%s: goroutine %d got (%+v): %v", what, i, o.res, o.pub)
 		case o.res != out[0].res:
-			t.Fatalf("%s: goroutine %d got %+v, goroutine 0 %+v: one append, one result", what, i, o.res, out[0].res)
+			fatalf(t, "%s: goroutine %d got %+v, goroutine 0 %+v: one append, one result", what, i, o.res, out[0].res)
 		}
 	}
 	m.expectAppend(t, what, s, exp, evs, out[0].res, nil, true)
@@ -274,7 +274,7 @@ func (m *machine) racingAppends(t *rapid.T) {
 	for i, o := range out {
 		switch {
 		case o.err == nil && o.pub != nil:
-			t.Fatalf("%s: racer %d got (%+v): %v", what, i, o.res, o.pub)
+			fatalf(t, "%s: racer %d got (%+v): %v", what, i, o.res, o.pub)
 		case o.err == nil:
 			won = append(won, i)
 		}
@@ -284,7 +284,7 @@ func (m *machine) racingAppends(t *rapid.T) {
 		want = 1
 	}
 	if len(won) != want {
-		t.Fatalf("%s: %d won (%v), want %d", what, len(won), out, want)
+		fatalf(t, "%s: %d won (%v), want %d", what, len(won), out, want)
 	}
 	slices.SortFunc(won, func(a, b int) int { return int(out[a].res.Position) - int(out[b].res.Position) })
 	for _, i := range won {
@@ -312,7 +312,7 @@ func (m *machine) parallelAppends(t *rapid.T) {
 		c := calls[i]
 		what := fmt.Sprintf("parallel Append(%s, %v)", c.stream, c.exp)
 		if o.err == nil && o.pub != nil {
-			t.Fatalf("%s got (%+v): %v", what, o.res, o.pub)
+			fatalf(t, "%s got (%+v): %v", what, o.res, o.pub)
 		}
 		m.expectAppend(t, what, c.stream, c.exp, c.evs, o.res, o.err, false)
 		m.calls = append(m.calls, c)
@@ -345,10 +345,10 @@ func (m *machine) appendTxn(t *rapid.T) {
 	case !sb.matches(eb):
 		expectWrongVersion(t, what, err, b, eb, sb.actual())
 	case err != nil:
-		t.Fatalf("%s: %v", what, err)
+		fatalf(t, "%s: %v", what, err)
 	default:
 		if pos <= m.model.maxPos {
-			t.Fatalf("%s: position %d, not above %d", what, pos, m.model.maxPos)
+			fatalf(t, "%s: position %d, not above %d", what, pos, m.model.maxPos)
 		}
 		m.checkEntry(t, what, a, pos, 0, sa.nextRev(), va)
 		m.checkEntry(t, what, b, pos, len(va), sb.nextRev(), vb)
@@ -365,7 +365,7 @@ func (m *machine) addEvents(t *rapid.T) {
 		return tx.AddEvents(apiEvents(evs)...)
 	})
 	if err != nil {
-		t.Fatalf("AddEvents: %v", err)
+		fatalf(t, "AddEvents: %v", err)
 	}
 	m.published(t, "AddEvents", pos)
 	m.model.addEvents(pos, evs)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"regexp"
 	"sync"
 	"time"
 
@@ -24,10 +25,10 @@ import (
 func (m *machine) check(t *rapid.T) {
 	ctx := context.Background()
 	if got := m.db.FirstPosition(); got != m.model.first {
-		t.Fatalf("FirstPosition %d, model %d", got, m.model.first)
+		fatalf(t, "FirstPosition %d, model %d", got, m.model.first)
 	}
 	if got := m.db.LastPosition(); got < m.model.maxPos {
-		t.Fatalf("LastPosition %d below position %d, which a call returned", got, m.model.maxPos)
+		fatalf(t, "LastPosition %d below position %d, which a call returned", got, m.model.maxPos)
 	}
 	for _, s := range streamNames {
 		m.compareStream(t, "check", s, 0, eventstore.ToEnd, false)
@@ -36,9 +37,9 @@ func (m *machine) check(t *rapid.T) {
 		if st := m.model.streams[s]; st.tombstoned {
 			expectDeleted(t, fmt.Sprintf("GetStreamMetadata(%s) of a tombstoned stream", s), err, s)
 		} else if err != nil {
-			t.Fatalf("GetStreamMetadata(%s): %v", s, err)
+			fatalf(t, "GetStreamMetadata(%s): %v", s, err)
 		} else if diff := cmp.Diff(st.md, md, equateEmpty); diff != "" {
-			t.Fatalf("GetStreamMetadata(%s) (-model +store):\n%s", s, diff)
+			fatalf(t, "GetStreamMetadata(%s) (-model +store):\n%s", s, diff)
 		}
 	}
 	m.compareAll(t, "check", eventstore.At{Position: m.model.first}, eventstore.ToEnd, filterSpec{}, false)
@@ -48,6 +49,19 @@ func (m *machine) check(t *rapid.T) {
 	}
 	m.checkProjection(t)
 }
+
+// fatalf fails the sequence. The failure's message is format with its verbs blanked
+// out, the same however the values vary, because rapid shrinks a failing sequence
+// only to shorter ones that fail with the very same message (and calls a replay that
+// fails with another one flaky); the message with its values (positions, IDs, diffs)
+// is logged just before, and rapid prints it with the shrunk sequence.
+func fatalf(t *rapid.T, format string, args ...any) {
+	t.Helper()
+	t.Logf("FAILED: "+format, args...)
+	t.Fatalf("%s (the FAILED line above has the values)", verbs.ReplaceAllString(format, "…"))
+}
+
+var verbs = regexp.MustCompile(`%[-+# 0-9.*]*[a-zA-Z]`)
 
 // equateEmpty makes a nil slice or map equal an empty one in comparisons.
 var equateEmpty = cmpopts.EquateEmpty()
@@ -94,7 +108,7 @@ func seenModels(evs []*event) []seen {
 func (m *machine) published(t *rapid.T, what string, pos uint64) {
 	t.Helper()
 	if err := publishedErr(m.db, pos); err != nil {
-		t.Fatalf("%s: %v", what, err)
+		fatalf(t, "%s: %v", what, err)
 	}
 }
 
@@ -117,7 +131,7 @@ func expectDeleted(t *rapid.T, what string, err error, stream string) {
 	t.Helper()
 	var sd *eventstore.StreamDeletedError
 	if !errors.Is(err, eventstore.ErrStreamDeleted) || !errors.As(err, &sd) || sd.Stream != stream {
-		t.Fatalf("%s: %v, want a *StreamDeletedError of %q", what, err, stream)
+		fatalf(t, "%s: %v, want a *StreamDeletedError of %q", what, err, stream)
 	}
 }
 
@@ -126,7 +140,7 @@ func expectDeleted(t *rapid.T, what string, err error, stream string) {
 func expectWrongVersion(t *rapid.T, what string, err error, stream string, exp expectation, actual eventstore.ExpectedRevision) {
 	t.Helper()
 	if msg := wrongVersionMismatch(err, stream, exp, actual); msg != "" {
-		t.Fatalf("%s: %s", what, msg)
+		fatalf(t, "%s: %s", what, msg)
 	}
 }
 
@@ -145,7 +159,7 @@ func wrongVersionMismatch(err error, stream string, exp expectation, actual even
 func expectIs(t *rapid.T, what string, err, target error) {
 	t.Helper()
 	if !errors.Is(err, target) {
-		t.Fatalf("%s: %v, want %v", what, err, target)
+		fatalf(t, "%s: %v, want %v", what, err, target)
 	}
 }
 
@@ -159,7 +173,7 @@ func waitFor(t *rapid.T, wg *sync.WaitGroup, what string) {
 	select {
 	case <-done:
 	case <-time.After(deadline):
-		t.Fatalf("%s did not return within %v", what, deadline)
+		fatalf(t, "%s did not return within %v", what, deadline)
 	}
 }
 
@@ -180,7 +194,7 @@ func waitPosition(t *rapid.T, what string, sub *pipeline.Subscription, pos uint6
 		case <-sub.Done():
 			return sub.Position() >= pos
 		case <-timeout:
-			t.Fatalf("%s: subscription stuck at position %d, want %d", what, sub.Position(), pos)
+			fatalf(t, "%s: subscription stuck at position %d, want %d", what, sub.Position(), pos)
 		case <-tick.C:
 		}
 	}

@@ -224,7 +224,7 @@ func (m *machine) kill(t *rapid.T) {
 		default:
 			for _, e := range o.Events {
 				if _, ok := found[e.id]; ok {
-					t.Fatalf("child op %d %+v, neither acknowledged nor in flight, landed", i, o)
+					fatalf(t, "child op %d %+v, neither acknowledged nor in flight, landed", i, o)
 				}
 			}
 			continue
@@ -244,7 +244,7 @@ func (m *machine) kill(t *rapid.T) {
 func (m *machine) childEvents(t *rapid.T, last uint64) map[string]eventstore.RecordedEvent {
 	evs, err := m.es.ReadAll(context.Background(), eventstore.At{Position: last + 1}, eventstore.ToEnd, eventstore.Filter{})
 	if err != nil {
-		t.Fatalf("ReadAll after the kill: %v", err)
+		fatalf(t, "ReadAll after the kill: %v", err)
 	}
 	out := make(map[string]eventstore.RecordedEvent, len(evs))
 	for _, e := range evs {
@@ -272,13 +272,13 @@ func (m *machine) landed(t *rapid.T, o op, found map[string]eventstore.RecordedE
 			return false
 		}
 		if err != nil {
-			t.Fatalf("DeleteStream(%s, no_stream) after the kill: %v", o.Stream, err)
+			fatalf(t, "DeleteStream(%s, no_stream) after the kill: %v", o.Stream, err)
 		}
 		return true
 	case "meta":
 		md, err := m.es.GetStreamMetadata(ctx, o.Stream)
 		if err != nil {
-			t.Fatalf("GetStreamMetadata(%s) after the kill: %v", o.Stream, err)
+			fatalf(t, "GetStreamMetadata(%s) after the kill: %v", o.Stream, err)
 		}
 		return md == o.MD
 	default:
@@ -321,7 +321,7 @@ func runChild(t *rapid.T, dir string, plan childPlan) []uint64 {
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
-		t.Fatalf("start child: %v", err)
+		fatalf(t, "start child: %v", err)
 	}
 	lines := make(chan string)
 	go func() {
@@ -337,7 +337,7 @@ func runChild(t *rapid.T, dir string, plan childPlan) []uint64 {
 		if !killed {
 			killed = true
 			if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
-				t.Fatalf("kill child: %v", err)
+				fatalf(t, "kill child: %v", err)
 			}
 		}
 	}
@@ -358,19 +358,19 @@ func runChild(t *rapid.T, dir string, plan childPlan) []uint64 {
 				pos, err2 := strconv.ParseUint(f[len(f)-1], 10, 64)
 				if len(f) != 2 || err1 != nil || err2 != nil || i != len(acks) || i >= plan.KillAt {
 					kill()
-					t.Fatalf("child line %q: want %s%d POSITION, below %d", l, ackPrefix, len(acks), plan.KillAt)
+					fatalf(t, "child line %q: want %s%d POSITION, below %d", l, ackPrefix, len(acks), plan.KillAt)
 				}
 				acks = append(acks, pos)
 			}
 		case <-timeout:
 			kill()
-			t.Fatalf("child made no progress within %v (%d of %d ops acknowledged)\nstderr:\n%s", deadline, len(acks), len(plan.Ops), stderr.String())
+			fatalf(t, "child made no progress within %v (%d of %d ops acknowledged)\nstderr:\n%s", deadline, len(acks), len(plan.Ops), stderr.String())
 		}
 	}
 	err = cmd.Wait()
 	var ee *exec.ExitError
 	if !killed || !errors.As(err, &ee) {
-		t.Fatalf("child exited by itself (%v) after %d acks\nstderr:\n%s", err, len(acks), stderr.String())
+		fatalf(t, "child exited by itself (%v) after %d acks\nstderr:\n%s", err, len(acks), stderr.String())
 	}
 	return acks
 }

@@ -38,8 +38,10 @@ const deadline = 30 * time.Second
 
 // TestESModel runs random sequences of event-store operations against a real database
 // and against the model of what the event store documents, and checks after every
-// step that the two agree. A failure prints rapid's seed and fail file; rerun it with
-// -rapid.failfile=... or -rapid.seed=..., and rapid shrinks it to a short sequence.
+// step that the two agree. A failure prints rapid's seed and fail file, the promise
+// broken, and the shrunk sequence with a FAILED line holding the values; rerun it
+// with -rapid.failfile=... or -rapid.seed=... (a longer -rapid.shrinktime shrinks
+// further).
 // ROCKLINE_ESMODEL_CHECKS (sequences) and ROCKLINE_ESMODEL_STEPS (steps per sequence)
 // scale the run; make crash runs the long form.
 func TestESModel(t *testing.T) {
@@ -135,12 +137,12 @@ func newMachine(t *rapid.T, dir string, st *stats) *machine {
 func (m *machine) open(t *rapid.T) {
 	db, err := pipeline.Open(m.dir, pipeline.Config{})
 	if err != nil {
-		t.Fatalf("Open: %v", err)
+		fatalf(t, "Open: %v", err)
 	}
 	es, err := eventstore.New(db)
 	if err != nil {
 		db.Close()
-		t.Fatalf("eventstore.New: %v", err)
+		fatalf(t, "eventstore.New: %v", err)
 	}
 	m.db, m.es = db, es
 }
@@ -159,10 +161,10 @@ func (m *machine) closeDB(t *rapid.T) map[*allSub]uint64 {
 	select {
 	case err := <-done:
 		if err != nil {
-			t.Fatalf("Close: %v", err)
+			fatalf(t, "Close: %v", err)
 		}
 	case <-time.After(deadline):
-		t.Fatalf("Close did not return within %v", deadline)
+		fatalf(t, "Close did not return within %v", deadline)
 	}
 	return at
 }
@@ -222,10 +224,10 @@ func (m *machine) reopen(t *rapid.T) {
 	old := m.es
 	at := m.closeDB(t)
 	if _, err := old.Append(context.Background(), streamNames[0], eventstore.Any, eventstore.Event{ID: "closed", Type: "a.1"}); !errors.Is(err, pipeline.ErrClosed) {
-		t.Fatalf("Append on a closed store: %v, want ErrClosed", err)
+		fatalf(t, "Append on a closed store: %v, want ErrClosed", err)
 	}
 	if _, err := old.ReadStream(context.Background(), streamNames[0], 0, eventstore.ToEnd); !errors.Is(err, pipeline.ErrClosed) {
-		t.Fatalf("ReadStream on a closed store: %v, want ErrClosed", err)
+		fatalf(t, "ReadStream on a closed store: %v, want ErrClosed", err)
 	}
 	m.open(t)
 	for _, s := range m.subs {

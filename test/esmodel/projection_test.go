@@ -101,7 +101,7 @@ func (m *machine) projStart(t *rapid.T) {
 		return
 	}
 	if err != nil {
-		t.Fatalf("StartProjection(%s): %v", projName(pr.gen), err)
+		fatalf(t, "StartProjection(%s): %v", projName(pr.gen), err)
 	}
 	pr.p, pr.paused = p, false
 }
@@ -115,7 +115,7 @@ func (m *machine) projStop(t *rapid.T) {
 		return
 	}
 	if err != nil {
-		t.Fatalf("projection Close: %v", err)
+		fatalf(t, "projection Close: %v", err)
 	}
 	pr.p = nil
 }
@@ -127,11 +127,11 @@ func (m *machine) projPause(t *rapid.T) {
 		if pr.doomed && errors.Is(err, eventstore.ErrProjectionStopped) {
 			return // it has failed already; the check sees why
 		}
-		t.Fatalf("projection Pause: %v", err)
+		fatalf(t, "projection Pause: %v", err)
 	}
 	pr.paused = true
 	if st := pr.p.Status(); st.State != eventstore.ProjectionPaused {
-		t.Fatalf("projection Status after Pause: %+v, want paused", st)
+		fatalf(t, "projection Status after Pause: %+v, want paused", st)
 	}
 }
 
@@ -142,7 +142,7 @@ func (m *machine) projResume(t *rapid.T) {
 		if pr.doomed && errors.Is(err, eventstore.ErrProjectionStopped) {
 			return
 		}
-		t.Fatalf("projection Resume: %v", err)
+		fatalf(t, "projection Resume: %v", err)
 	}
 	pr.paused = false
 }
@@ -155,7 +155,7 @@ func (m *machine) projReset(t *rapid.T) {
 		if pr.doomed && errors.Is(err, eventstore.ErrProjectionStopped) {
 			return
 		}
-		t.Fatalf("projection Reset: %v", err)
+		fatalf(t, "projection Reset: %v", err)
 	}
 	if m.model.first > 1 {
 		pr.doomed = true
@@ -175,7 +175,7 @@ func (m *machine) stopProjection(t *rapid.T) {
 	case pr.doomed && errors.Is(err, pipeline.ErrLogTruncated):
 		m.proj = nil
 	case err != nil:
-		t.Fatalf("projection Close before closing the database: %v", err)
+		fatalf(t, "projection Close before closing the database: %v", err)
 	default:
 		pr.wasRunning = true
 	}
@@ -190,7 +190,7 @@ func (m *machine) restartProjection(t *rapid.T) {
 	m.proj.wasRunning = false
 	p, err := startProjection(m.db, m.es, m.proj.gen, m.proj.filter)
 	if err != nil {
-		t.Fatalf("StartProjection(%s) after reopening: %v", projName(m.proj.gen), err)
+		fatalf(t, "StartProjection(%s) after reopening: %v", projName(m.proj.gen), err)
 	}
 	m.proj.p = p
 }
@@ -215,7 +215,7 @@ func (m *machine) caughtUp(t *rapid.T, pr *proj) {
 	ctx, cancel := context.WithTimeout(context.Background(), deadline)
 	defer cancel()
 	if err := pr.p.CaughtUp(ctx, m.db.LastPosition()); err != nil {
-		t.Fatalf("projection CaughtUp(%d): %v (status %+v)", m.db.LastPosition(), err, pr.p.Status())
+		fatalf(t, "projection CaughtUp(%d): %v (status %+v)", m.db.LastPosition(), err, pr.p.Status())
 	}
 }
 
@@ -224,7 +224,7 @@ func (m *machine) caughtUp(t *rapid.T, pr *proj) {
 func (m *machine) storedPosition(t *rapid.T, gen int) uint64 {
 	list, err := m.es.Projections()
 	if err != nil {
-		t.Fatalf("Projections: %v", err)
+		fatalf(t, "Projections: %v", err)
 	}
 	for _, st := range list {
 		if st.Name == projName(gen) {
@@ -250,11 +250,11 @@ func (m *machine) checkProjection(t *rapid.T) {
 		select {
 		case <-pr.p.Done():
 		case <-time.After(deadline):
-			t.Fatalf("projection reset on a truncated log still runs after %v: %+v", deadline, pr.p.Status())
+			fatalf(t, "projection reset on a truncated log still runs after %v: %+v", deadline, pr.p.Status())
 		}
 		expectIs(t, "projection reset on a truncated log", pr.p.Wait(), pipeline.ErrLogTruncated)
 		if st := pr.p.Status(); st.State != eventstore.ProjectionFailed {
-			t.Fatalf("projection reset on a truncated log: status %+v, want failed", st)
+			fatalf(t, "projection reset on a truncated log: status %+v, want failed", st)
 		}
 		m.proj = nil
 		return
@@ -268,7 +268,7 @@ func (m *machine) checkProjection(t *rapid.T) {
 			want = eventstore.ProjectionPaused
 		}
 		if st.State != want {
-			t.Fatalf("projection status %+v, want %s", st, want)
+			fatalf(t, "projection status %+v, want %s", st, want)
 		}
 		pos = st.Position
 	}
@@ -289,7 +289,7 @@ func (m *machine) compareReadModel(t *rapid.T, pr *proj, pos uint64) {
 	got := make(map[string]uint64)
 	cf, err := m.db.ColumnFamily(projFamily(pr.gen))
 	if err != nil {
-		t.Fatalf("projection family: %v", err)
+		fatalf(t, "projection family: %v", err)
 	}
 	err = m.db.View(func(tx *pipeline.Txn) error {
 		it, err := tx.NewIterator(cf, pipeline.IterOptions{})
@@ -303,9 +303,9 @@ func (m *machine) compareReadModel(t *rapid.T, pr *proj, pos uint64) {
 		return it.Err()
 	})
 	if err != nil {
-		t.Fatalf("reading the read model: %v", err)
+		fatalf(t, "reading the read model: %v", err)
 	}
 	if diff := cmp.Diff(want, got, equateEmpty); diff != "" {
-		t.Fatalf("projection %s (filter %v) at position %d: counts (-model +read model):\n%s", projName(pr.gen), filters[pr.filter], pos, diff)
+		fatalf(t, "projection %s (filter %v) at position %d: counts (-model +read model):\n%s", projName(pr.gen), filters[pr.filter], pos, diff)
 	}
 }

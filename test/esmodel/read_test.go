@@ -29,10 +29,10 @@ func (m *machine) compareStream(t *rapid.T, what, s string, from uint64, limit i
 	case truncated:
 		expectIs(t, call+" of events in removed log entries", err, pipeline.ErrLogTruncated)
 	case err != nil:
-		t.Fatalf("%s: %v", call, err)
+		fatalf(t, "%s: %v", call, err)
 	default:
 		if diff := cmp.Diff(seenModels(want), seenAll(got), equateEmpty); diff != "" {
-			t.Fatalf("%s (-model +store):\n%s", call, diff)
+			fatalf(t, "%s (-model +store):\n%s", call, diff)
 		}
 	}
 }
@@ -52,10 +52,10 @@ func (m *machine) compareAll(t *rapid.T, what string, from eventstore.At, limit 
 	case truncated:
 		expectIs(t, call+" below the log's first position", err, pipeline.ErrLogTruncated)
 	case err != nil:
-		t.Fatalf("%s: %v", call, err)
+		fatalf(t, "%s: %v", call, err)
 	default:
 		if diff := cmp.Diff(seenModels(want), seenAll(got), equateEmpty); diff != "" {
-			t.Fatalf("%s (-model +store):\n%s", call, diff)
+			fatalf(t, "%s (-model +store):\n%s", call, diff)
 		}
 	}
 }

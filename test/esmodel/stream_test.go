@@ -28,10 +28,10 @@ func (m *machine) deleteStream(t *rapid.T) {
 	case !st.matches(exp):
 		expectWrongVersion(t, what, err, s, exp, st.actual())
 	case err != nil:
-		t.Fatalf("%s: %v", what, err)
+		fatalf(t, "%s: %v", what, err)
 	case !m.model.softDelete(s):
 		if pos != 0 {
-			t.Fatalf("%s of a stream with no events, or deleted already: position %d, want 0 (nothing changed)", what, pos)
+			fatalf(t, "%s of a stream with no events, or deleted already: position %d, want 0 (nothing changed)", what, pos)
 		}
 	default:
 		m.learnCommit(t, what, pos)
@@ -43,7 +43,7 @@ func (m *machine) deleteStream(t *rapid.T) {
 func (m *machine) learnCommit(t *rapid.T, what string, pos uint64) {
 	t.Helper()
 	if pos <= m.model.maxPos {
-		t.Fatalf("%s: position %d, not above %d, which an earlier call returned", what, pos, m.model.maxPos)
+		fatalf(t, "%s: position %d, not above %d, which an earlier call returned", what, pos, m.model.maxPos)
 	}
 	m.published(t, what, pos)
 	m.model.saw(pos)
@@ -63,7 +63,7 @@ func (m *machine) tombstone(t *rapid.T) {
 	case !st.matches(exp):
 		expectWrongVersion(t, what, err, s, exp, st.actual())
 	case err != nil:
-		t.Fatalf("%s: %v", what, err)
+		fatalf(t, "%s: %v", what, err)
 	default:
 		m.learnCommit(t, what, pos)
 		st.tombstoned = true
@@ -89,7 +89,7 @@ func (m *machine) setMetadata(t *rapid.T) {
 		return
 	}
 	if err != nil {
-		t.Fatalf("%s: %v", what, err)
+		fatalf(t, "%s: %v", what, err)
 	}
 	m.learnCommit(t, what, pos)
 	st.md = md
@@ -100,10 +100,10 @@ func (m *machine) setMetadata(t *rapid.T) {
 func (m *machine) reclaim(t *rapid.T) {
 	n, err := m.es.Reclaim(context.Background())
 	if err != nil {
-		t.Fatalf("Reclaim: %v", err)
+		fatalf(t, "Reclaim: %v", err)
 	}
 	if want := m.model.reclaim(); n != want {
-		t.Fatalf("Reclaim deleted %d records, want %d (the hidden revisions' not reclaimed before)", n, want)
+		fatalf(t, "Reclaim deleted %d records, want %d (the hidden revisions' not reclaimed before)", n, want)
 	}
 }
 
@@ -118,13 +118,13 @@ func (m *machine) checkpointLog(t *rapid.T) {
 	last := m.db.LastPosition()
 	covered, err := m.db.Checkpoint(dir)
 	if err != nil {
-		t.Fatalf("Checkpoint: %v", err)
+		fatalf(t, "Checkpoint: %v", err)
 	}
 	if err := os.RemoveAll(dir); err != nil {
 		t.Fatal(err)
 	}
 	if covered < last {
-		t.Fatalf("Checkpoint covers %d, below the published position %d before it", covered, last)
+		fatalf(t, "Checkpoint covers %d, below the published position %d before it", covered, last)
 	}
 	m.model.checkpointed = max(m.model.checkpointed, covered)
 }
@@ -156,7 +156,7 @@ func (m *machine) truncateLog(t *rapid.T) {
 		return
 	}
 	if err != nil {
-		t.Fatalf("TruncateLog(%d): %v", before, err)
+		fatalf(t, "TruncateLog(%d): %v", before, err)
 	}
 	m.model.first = max(m.model.first, before)
 }

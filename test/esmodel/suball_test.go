@@ -78,7 +78,7 @@ func (s *allSub) start(t *rapid.T, m *machine, after uint64, failCP, failEv int)
 		Checkpoint:      func(pos uint64) error { return s.checkpoint(inst, pos) },
 	})
 	if err != nil {
-		t.Fatalf("%s: SubscribeToAll(after %d): %v", s.name, after, err)
+		fatalf(t, "%s: SubscribeToAll(after %d): %v", s.name, after, err)
 	}
 	inst.sub = sub
 	s.mu.Lock()
@@ -132,22 +132,22 @@ func (s *allSub) verify(t *rapid.T, m *machine, pos uint64) {
 	inst := s.inst
 	what := fmt.Sprintf("%s (filter %v, CheckpointEvery %d, subscribed after %d)", s.name, s.filter, s.every, inst.after)
 	if inst.failedCP != 0 && pos < inst.failedCP {
-		t.Fatalf("%s: Position %d after the Checkpoint callback failed at %d, once every event up to it had been handled: resuming after Position hands them out again", what, pos, inst.failedCP)
+		fatalf(t, "%s: Position %d after the Checkpoint callback failed at %d, once every event up to it had been handled: resuming after Position hands them out again", what, pos, inst.failedCP)
 	}
 	if inst.failedEv != 0 && pos != inst.failedEv-1 {
-		t.Fatalf("%s: Position %d after the handler failed in entry %d, which must be delivered again whole", what, pos, inst.failedEv)
+		fatalf(t, "%s: Position %d after the handler failed in entry %d, which must be delivered again whole", what, pos, inst.failedEv)
 	}
 	for k, c := range inst.calls {
 		if want := inst.after + uint64((k+1)*s.interval()); c.pos != want {
-			t.Fatalf("%s: Checkpoint call %d at position %d, want %d (every %d entries scanned)", what, k+1, c.pos, want, s.interval())
+			fatalf(t, "%s: Checkpoint call %d at position %d, want %d (every %d entries scanned)", what, k+1, c.pos, want, s.interval())
 		}
 		if want := len(m.model.matchingUpTo(s.filter, inst.after, c.pos)); c.handled != want || c.maxPos > c.pos {
-			t.Fatalf("%s: Checkpoint(%d) called with %d events handled (the last at %d), want the %d matching events up to it", what, c.pos, c.handled, c.maxPos, want)
+			fatalf(t, "%s: Checkpoint(%d) called with %d events handled (the last at %d), want the %d matching events up to it", what, c.pos, c.handled, c.maxPos, want)
 		}
 	}
 	want := seenModels(m.model.matchingUpTo(s.filter, s.origin, pos))
 	if diff := cmp.Diff(want, s.delivered, equateEmpty); diff != "" {
-		t.Fatalf("%s: events handed out up to Position %d, across restarts (-model +subscriber):\n%s", what, pos, diff)
+		fatalf(t, "%s: events handed out up to Position %d, across restarts (-model +subscriber):\n%s", what, pos, diff)
 	}
 }
 
@@ -162,7 +162,7 @@ func (s *allSub) end(t *rapid.T, m *machine, close bool) uint64 {
 		err = s.inst.sub.Wait()
 	}
 	if err != nil && !errors.Is(err, errInjected) && !errors.Is(err, errInjectedCheckpoint) {
-		t.Fatalf("%s: subscription ended with %v", s.name, err)
+		fatalf(t, "%s: subscription ended with %v", s.name, err)
 	}
 	pos := s.inst.sub.Position()
 	s.verify(t, m, pos)

@@ -45,17 +45,17 @@ func (m *machine) subscribeStream(t *rapid.T) {
 			}
 		}
 		if !waitPosition(t, what, sub, res.Position) {
-			t.Fatalf("%s: ended before the live append at %d: %v", what, res.Position, sub.Wait())
+			fatalf(t, "%s: ended before the live append at %d: %v", what, res.Position, sub.Wait())
 		}
 	}
 	if err := sub.Close(); err != nil {
-		t.Fatalf("%s: %v", what, err)
+		fatalf(t, "%s: %v", what, err)
 	}
 	if rapid.Bool().Draw(t, "resume") {
 		next := k.next()
 		if sub, ok = k.subscribe(t, m, fmt.Sprintf("%s, resumed at %d", what, next), next); ok {
 			if err := sub.Close(); err != nil {
-				t.Fatalf("%s: resumed: %v", what, err)
+				fatalf(t, "%s: resumed: %v", what, err)
 			}
 		}
 	}
@@ -105,7 +105,7 @@ func (k *streamSink) subscribe(t *rapid.T, m *machine, what string, from uint64)
 		expectDeleted(t, what+" of a tombstoned stream", err, k.stream)
 		return nil, false
 	case err != nil:
-		t.Fatalf("%s: %v", what, err)
+		fatalf(t, "%s: %v", what, err)
 	}
 	if waitPosition(t, what, sub, last) {
 		return sub, true
@@ -115,7 +115,7 @@ func (k *streamSink) subscribe(t *rapid.T, m *machine, what string, from uint64)
 		k.must = nil // the log no longer holds what the subscription was to hand out
 		return nil, false
 	}
-	t.Fatalf("%s: ended at %d before catching up with %d: %v", what, sub.Position(), last, err)
+	fatalf(t, "%s: ended at %d before catching up with %d: %v", what, sub.Position(), last, err)
 	return nil, false
 }
 
@@ -139,16 +139,16 @@ func (k *streamSink) verify(t *rapid.T, m *machine, what string) {
 	handed := make(map[uint64]bool)
 	for i, g := range k.got {
 		if g.Revision < k.from || (i > 0 && g.Revision <= k.got[i-1].Revision) {
-			t.Fatalf("%s: handed out revisions %v: want them rising from %d, each once", what, revisions(k.got), k.from)
+			fatalf(t, "%s: handed out revisions %v: want them rising from %d, each once", what, revisions(k.got), k.from)
 		}
 		if g.Revision >= st.nextRev() || g != seenModel(st.revs[g.Revision]) {
-			t.Fatalf("%s: handed out %+v, which is not the stream's event at revision %d", what, g, g.Revision)
+			fatalf(t, "%s: handed out %+v, which is not the stream's event at revision %d", what, g, g.Revision)
 		}
 		handed[g.Revision] = true
 	}
 	for r := range k.must {
 		if !handed[r] && st.revs[r].pos >= m.model.first {
-			t.Fatalf("%s: revision %d (a read returned it, or it was appended live) never handed out; handed out %v; stream %v", what, r, revisions(k.got), st)
+			fatalf(t, "%s: revision %d (a read returned it, or it was appended live) never handed out; handed out %v; stream %v", what, r, revisions(k.got), st)
 		}
 	}
 }

@@ -201,7 +201,7 @@ func (m *machine) concurrentRetries(t *rapid.T) {
 	s := rapid.SampledFrom(streamNames).Draw(t, "stream")
 	st := m.model.streams[s]
 	exp := drawExpectation(t, st, "retries")
-	for round := range rapid.IntRange(1, 4).Draw(t, "rounds") {
+	for round := range rapid.IntRange(1, 6).Draw(t, "rounds") {
 		if round > 0 && exp.kind == expExact && st.exists() {
 			exp.rev = st.head() // the next round expects what the last one made
 		}
@@ -213,7 +213,7 @@ func (m *machine) concurrentRetries(t *rapid.T) {
 func (m *machine) retryRound(t *rapid.T, s string, exp expectation) {
 	st := m.model.streams[s]
 	evs := m.drawEvents(t, "retries")
-	n := rapid.IntRange(2, 8).Draw(t, "goroutines")
+	n := rapid.IntRange(3, 8).Draw(t, "goroutines")
 	if st.matches(exp) && m.model.retryAmbiguous(s, exp, len(evs)) {
 		t.Skip("the winner's events would be hidden, or NoStream on a soft-deleted stream: the retries' outcome is not documented")
 	}

@@ -55,11 +55,20 @@ func (m *machine) check(t *rapid.T) {
 // only to shorter ones that fail with the very same message (and calls a replay that
 // fails with another one flaky); the message with its values (positions, IDs, diffs)
 // is logged just before, and rapid prints it with the shrunk sequence.
+// The first failure of a run is also logged on the test itself (reportFirst), so its
+// values show when rapid's replay of it fails otherwise or not at all (a race).
 func fatalf(t *rapid.T, format string, args ...any) {
 	t.Helper()
-	t.Logf("FAILED: "+format, args...)
+	msg := fmt.Sprintf(format, args...)
+	t.Logf("FAILED: %s", msg)
+	if reportFirst != nil {
+		reportFirst(msg)
+	}
 	t.Fatalf("%s (the FAILED line above has the values)", verbs.ReplaceAllString(format, "…"))
 }
+
+// reportFirst, set by TestESModel for its run, logs the first failure's values.
+var reportFirst func(msg string)
 
 var verbs = regexp.MustCompile(`%[-+# 0-9.*]*[a-zA-Z]`)
 

@@ -15,6 +15,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -52,6 +53,11 @@ func TestESModel(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	var first sync.Once
+	reportFirst = func(msg string) {
+		first.Do(func() { t.Logf("first failure, before rapid replays and shrinks it: %s", msg) })
+	}
+	defer func() { reportFirst = nil }()
 	root := t.TempDir()
 	st := &stats{actions: make(map[string]int)}
 	start := time.Now()

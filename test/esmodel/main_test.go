@@ -46,7 +46,7 @@ const deadline = 30 * time.Second
 // ROCKLINE_ESMODEL_CHECKS (sequences) and ROCKLINE_ESMODEL_STEPS (steps per sequence)
 // scale the run; make crash runs the long form.
 func TestESModel(t *testing.T) {
-	checks := envInt(t, "ROCKLINE_ESMODEL_CHECKS", 15)
+	checks := envInt(t, "ROCKLINE_ESMODEL_CHECKS", 20)
 	steps := envInt(t, "ROCKLINE_ESMODEL_STEPS", 40)
 	for name, v := range map[string]int{"rapid.checks": checks, "rapid.steps": steps} {
 		if err := flag.Set(name, strconv.Itoa(v)); err != nil {

@@ -141,17 +141,22 @@ jaeger-demo: deps jaeger
 
 # crash runs the long forms of the crash-recovery harness (CRASH_CYCLES SIGKILL cycles),
 # of the model-based lifecycle test (MODEL_CHECKS random sequences of about
-# MODEL_STEPS operations each, kills and reopens among them) and of the history test
-# (test/history: HISTORY_RUNS runs of every fault schedule, on the local engine and on
-# the JetStream cluster, judged by the Elle-style checker). `make test` runs short
-# forms of all three.
-CRASH_CYCLES ?= 200
-MODEL_CHECKS ?= 400
-MODEL_STEPS  ?= 80
-HISTORY_RUNS ?= 20
+# MODEL_STEPS operations each, kills and reopens among them), of the event store's
+# model-based test (ESMODEL_CHECKS sequences of about ESMODEL_STEPS operations:
+# appends, reads, deletes, Reclaim, truncation, subscriptions, a projection, reopens
+# and kills) and of the history test (test/history: HISTORY_RUNS runs of every fault
+# schedule, on the local engine and on the JetStream cluster, judged by the
+# Elle-style checker). `make test` runs short forms of all four.
+CRASH_CYCLES   ?= 200
+MODEL_CHECKS   ?= 400
+MODEL_STEPS    ?= 80
+ESMODEL_CHECKS ?= 400
+ESMODEL_STEPS  ?= 60
+HISTORY_RUNS   ?= 20
 crash: deps
 	ROCKLINE_MODEL_CHECKS=$(MODEL_CHECKS) ROCKLINE_MODEL_STEPS=$(MODEL_STEPS) $(GO) test -count=1 -timeout 60m -v -run 'TestModel' ./test/model/
 	ROCKLINE_CRASH_CYCLES=$(CRASH_CYCLES) $(GO) test -count=1 -timeout 120m -v -run 'TestCrash' ./test/crash/
+	ROCKLINE_ESMODEL_CHECKS=$(ESMODEL_CHECKS) ROCKLINE_ESMODEL_STEPS=$(ESMODEL_STEPS) $(GO) test -count=1 -timeout 90m -v -run 'TestESModel' ./test/esmodel/
 	ROCKLINE_HISTORY_RUNS=$(HISTORY_RUNS) $(GO) test -count=1 -timeout 60m -v -run 'TestLocalHistory' ./test/history/
 	cd jetstream && ROCKLINE_HISTORY_RUNS=$(HISTORY_RUNS) $(GO) test -count=1 -timeout 150m -v -run 'TestJetStreamHistory' .
 

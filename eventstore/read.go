@@ -171,7 +171,8 @@ func (s *Store) refsIn(tx *pipeline.Txn, stream string, low, head, from uint64, 
 // firstYoung returns the lowest revision in low..head whose commit is not older than
 // cutoff (head+1 when none is), by a binary search over the revisions' commit times:
 // it assumes a clock that does not go back, so commit times grow with log positions.
-// A commit not yet published is young.
+// A commit not yet published is young; one whose entry TruncateLog removed, or whose
+// record Reclaim deleted, is old.
 func (s *Store) firstYoung(tx *pipeline.Txn, stream string, low, head uint64, cutoff time.Time) (uint64, error) {
 	lo, hi := low, head+1 // the answer is in [lo, hi]
 	for lo < hi {
@@ -191,7 +192,13 @@ func (s *Store) firstYoung(tx *pipeline.Txn, stream string, low, head uint64, cu
 		young := pos > s.db.LastPosition()
 		if !young {
 			e, err := s.db.Entry(pos)
-			if err != nil {
+			switch {
+			case errors.Is(err, pipeline.ErrLogTruncated):
+				// Its entry is below the log's start, so it is older than every
+				// entry still there, and its event can no longer be read: old.
+				lo = mid + 1
+				continue
+			case err != nil:
 				return 0, err
 			}
 			young = !e.Time.Before(cutoff)

@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -180,5 +181,40 @@ func TestReadAllArguments(t *testing.T) {
 		wantArgumentError(t, fmt.Sprintf("ReadAll limit %d", limit), err, "limit")
 		_, err = es.ReadAllBackward(ctx, eventstore.End, limit, eventstore.Filter{})
 		wantArgumentError(t, fmt.Sprintf("ReadAllBackward limit %d", limit), err, "limit")
+	}
+}
+
+// TestMaxAgeOverATruncatedLog: a stream with MaxAge whose oldest revisions' entries
+// TruncateLog removed still reads from its first revision still in the log, and
+// Reclaim still runs: the age search takes a removed entry as old, instead of
+// failing the whole read with ErrLogTruncated.
+func TestMaxAgeOverATruncatedLog(t *testing.T) {
+	db, es, _ := openStore(t, pipeline.Config{})
+	var positions []uint64
+	for i := range 4 {
+		res, err := es.Append(ctx, "s", eventstore.Any, eventstore.Event{Type: "E", Data: []byte{byte(i)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		positions = append(positions, res.Position)
+	}
+	if _, err := es.SetStreamMetadata(ctx, "s", eventstore.StreamMetadata{MaxAge: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Checkpoint(filepath.Join(t.TempDir(), "cp")); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.TruncateLog(positions[0] + 1); err != nil {
+		t.Fatal(err)
+	}
+	got, err := es.ReadStream(ctx, "s", 2, 10)
+	if err != nil {
+		t.Fatalf("ReadStream from revision 2 over a log truncated below revision 1: %v", err)
+	}
+	if len(got) != 2 || got[0].Revision != 2 || got[1].Revision != 3 {
+		t.Errorf("ReadStream from 2 = %+v, want revisions 2 and 3", got)
+	}
+	if _, err := es.Reclaim(ctx); err != nil {
+		t.Errorf("Reclaim over a truncated log: %v", err)
 	}
 }

@@ -171,43 +171,64 @@ func (s *Store) refsIn(tx *pipeline.Txn, stream string, low, head, from uint64, 
 // firstYoung returns the lowest revision in low..head whose commit is not older than
 // cutoff (head+1 when none is), by a binary search over the revisions' commit times:
 // it assumes a clock that does not go back, so commit times grow with log positions.
-// A commit not yet published is young; one whose entry TruncateLog removed, or whose
-// record Reclaim deleted, is old.
+// A commit not yet published is young; a record Reclaim deleted is old. A revision
+// whose entry TruncateLog removed has no time left: it is older than every entry
+// still in the log, so old when one of those is old; when the first one kept is
+// young its age is unknown and it stays visible, so that reading it fails with
+// ErrLogTruncated as on a stream without MaxAge.
 func (s *Store) firstYoung(tx *pipeline.Txn, stream string, low, head uint64, cutoff time.Time) (uint64, error) {
 	lo, hi := low, head+1 // the answer is in [lo, hi]
 	for lo < hi {
 		mid := lo + (hi-lo)/2
-		v, err := tx.GetUntracked(s.cf, eventKey(stream, mid))
-		if errors.Is(err, pipeline.ErrNotFound) { // reclaimed already: old
-			lo = mid + 1
-			continue
-		}
+		age, err := s.age(tx, stream, mid, cutoff)
 		if err != nil {
 			return 0, err
 		}
-		pos, _, _, err := parseEventValue(v)
-		if err != nil {
-			return 0, err
-		}
-		young := pos > s.db.LastPosition()
-		if !young {
-			e, err := s.db.Entry(pos)
-			switch {
-			case errors.Is(err, pipeline.ErrLogTruncated):
-				// Its entry is below the log's start, so it is older than every
-				// entry still there, and its event can no longer be read: old.
-				lo = mid + 1
-				continue
-			case err != nil:
-				return 0, err
-			}
-			young = !e.Time.Before(cutoff)
-		}
-		if young {
+		if age == young {
 			hi = mid
 		} else {
 			lo = mid + 1
 		}
 	}
+	if lo > low && lo <= head {
+		if age, err := s.age(tx, stream, lo-1, cutoff); err != nil || age == truncated {
+			return low, err
+		}
+	}
 	return lo, nil
+}
+
+// The ages age tells.
+const (
+	old       = iota // committed before the cutoff, or its record reclaimed
+	young            // committed at or after the cutoff, or not yet published
+	truncated        // its entry is below the log's start: no time left (taken as old by the search)
+)
+
+// age tells the age of stream's revision rev against cutoff.
+func (s *Store) age(tx *pipeline.Txn, stream string, rev uint64, cutoff time.Time) (int, error) {
+	v, err := tx.GetUntracked(s.cf, eventKey(stream, rev))
+	if errors.Is(err, pipeline.ErrNotFound) {
+		return old, nil
+	}
+	if err != nil {
+		return old, err
+	}
+	pos, _, _, err := parseEventValue(v)
+	if err != nil {
+		return old, err
+	}
+	if pos > s.db.LastPosition() {
+		return young, nil
+	}
+	e, err := s.db.Entry(pos)
+	switch {
+	case errors.Is(err, pipeline.ErrLogTruncated):
+		return truncated, nil
+	case err != nil:
+		return old, err
+	case e.Time.Before(cutoff):
+		return old, nil
+	}
+	return young, nil
 }

@@ -186,8 +186,8 @@ func TestReadAllArguments(t *testing.T) {
 
 // TestMaxAgeOverATruncatedLog: a stream with MaxAge whose oldest revisions' entries
 // TruncateLog removed still reads from its first revision still in the log, and
-// Reclaim still runs: the age search takes a removed entry as old, instead of
-// failing the whole read with ErrLogTruncated.
+// Reclaim still runs: the age search no longer reads the commit time of revisions
+// outside the read, failing the whole read with ErrLogTruncated.
 func TestMaxAgeOverATruncatedLog(t *testing.T) {
 	db, es, _ := openStore(t, pipeline.Config{})
 	var positions []uint64

@@ -174,8 +174,9 @@ func (s *Store) refsIn(tx *pipeline.Txn, stream string, low, head, from uint64, 
 // A commit not yet published is young; a record Reclaim deleted is old. A revision
 // whose entry TruncateLog removed has no time left: it is older than every entry
 // still in the log, so old when one of those is old; when the first one kept is
-// young its age is unknown and it stays visible, so that reading it fails with
-// ErrLogTruncated as on a stream without MaxAge.
+// young, or none is kept, its age is unknown and it stays visible (and its record is
+// kept from Reclaim), so that reading it fails with ErrLogTruncated as on a stream
+// without MaxAge.
 func (s *Store) firstYoung(tx *pipeline.Txn, stream string, low, head uint64, cutoff time.Time) (uint64, error) {
 	lo, hi := low, head+1 // the answer is in [lo, hi]
 	for lo < hi {
@@ -190,7 +191,7 @@ func (s *Store) firstYoung(tx *pipeline.Txn, stream string, low, head uint64, cu
 			lo = mid + 1
 		}
 	}
-	if lo > low && lo <= head {
+	if lo > low { // the revision below the answer: truncated means no kept entry after it is old
 		if age, err := s.age(tx, stream, lo-1, cutoff); err != nil || age == truncated {
 			return low, err
 		}

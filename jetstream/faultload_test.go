@@ -54,10 +54,17 @@ type faultLoad struct {
 	mu       sync.Mutex
 	outcomes []outcome
 	acks     map[string]*atomic.Int64
+	// gate is closed while writers may commit; pause replaces it with an open one
+	// that resume closes. live counts running writers, atGate those waiting at a
+	// shut gate.
+	gate         chan struct{}
+	live, atGate int
 }
 
 func newFaultLoad(t *testing.T, ctx context.Context) *faultLoad {
-	l := &faultLoad{t: t, ctx: ctx, stop: make(chan struct{}), acks: map[string]*atomic.Int64{}}
+	open := make(chan struct{})
+	close(open)
+	l := &faultLoad{t: t, ctx: ctx, stop: make(chan struct{}), acks: map[string]*atomic.Int64{}, gate: open}
 	t.Cleanup(l.halt)
 	return l
 }
@@ -80,6 +87,63 @@ func (l *faultLoad) stopped() bool {
 	}
 }
 
+// pause shuts the gate and returns once every running writer has finished its
+// commit in flight and waits at it, or fails at the deadline.
+func (l *faultLoad) pause(deadline time.Duration) {
+	l.t.Helper()
+	l.mu.Lock()
+	l.gate = make(chan struct{})
+	l.mu.Unlock()
+	start := time.Now()
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		l.mu.Lock()
+		live, at := l.live, l.atGate
+		l.mu.Unlock()
+		if at == live {
+			return
+		}
+		if time.Since(start) > deadline {
+			l.t.Fatalf("pausing the load: %d of %d writers at the gate after %v", at, live, deadline)
+		}
+		<-tick.C
+	}
+}
+
+// resume opens the gate a pause shut.
+func (l *faultLoad) resume() {
+	l.mu.Lock()
+	close(l.gate)
+	l.mu.Unlock()
+}
+
+// pass is where a writer waits while the load is paused; it reports false once the
+// load is stopped.
+func (l *faultLoad) pass() bool {
+	l.mu.Lock()
+	gate := l.gate
+	select {
+	case <-gate:
+		l.mu.Unlock()
+		return true
+	default:
+	}
+	l.atGate++
+	l.mu.Unlock()
+	defer func() {
+		l.mu.Lock()
+		l.atGate--
+		l.mu.Unlock()
+	}()
+	select {
+	case <-gate:
+		return true
+	case <-l.stop:
+		return false
+	}
+}
+
 // add starts writer name on p.
 func (l *faultLoad) add(name string, p *jetstream.Partition) { l.addWriter(name, p, false) }
 
@@ -93,10 +157,18 @@ func (l *faultLoad) addWriter(name string, p *jetstream.Partition, readEach bool
 	l.acks[name] = n
 	l.mu.Unlock()
 	key := []byte(name)
+	l.mu.Lock()
+	l.live++
+	l.mu.Unlock()
 	l.wg.Go(func() {
 		var version uint64
 		reread := true
-		for i := 0; !l.stopped() && l.ctx.Err() == nil; i++ {
+		defer func() {
+			l.mu.Lock()
+			l.live--
+			l.mu.Unlock()
+		}()
+		for i := 0; !l.stopped() && l.ctx.Err() == nil && l.pass(); i++ {
 			if reread {
 				rctx, cancel := context.WithTimeout(l.ctx, 2*time.Second)
 				pos, err := p.Position(rctx)

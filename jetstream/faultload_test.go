@@ -59,6 +59,8 @@ type faultLoad struct {
 	// shut gate.
 	gate         chan struct{}
 	live, atGate int
+	// paused holds the [pause, resume] intervals, which pauses leaves out.
+	paused [][2]time.Time
 }
 
 func newFaultLoad(t *testing.T, ctx context.Context) *faultLoad {
@@ -93,6 +95,7 @@ func (l *faultLoad) pause(deadline time.Duration) {
 	l.t.Helper()
 	l.mu.Lock()
 	l.gate = make(chan struct{})
+	l.paused = append(l.paused, [2]time.Time{time.Now()})
 	l.mu.Unlock()
 	start := time.Now()
 	tick := time.NewTicker(5 * time.Millisecond)
@@ -115,6 +118,7 @@ func (l *faultLoad) pause(deadline time.Duration) {
 func (l *faultLoad) resume() {
 	l.mu.Lock()
 	close(l.gate)
+	l.paused[len(l.paused)-1][1] = time.Now()
 	l.mu.Unlock()
 }
 
@@ -294,8 +298,20 @@ func (l *faultLoad) errorSummary() string {
 	return strings.Join(out, "; ")
 }
 
+// pausedBetween reports whether the load was paused at some point in [from, to].
+// The caller holds mu.
+func (l *faultLoad) pausedBetween(from, to time.Time) bool {
+	for _, p := range l.paused {
+		if p[0].Before(to) && (p[1].IsZero() || p[1].After(from)) {
+			return true
+		}
+	}
+	return false
+}
+
 // pauses returns the longest commit and the longest interval without any
-// acknowledgement, from the first ack to the last.
+// acknowledgement, from the first ack to the last, leaving out gaps that span a
+// pause of the load.
 func (l *faultLoad) pauses() (longestCommit, longestGap time.Duration) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -308,7 +324,9 @@ func (l *faultLoad) pauses() (longestCommit, longestGap time.Duration) {
 	}
 	sort.Slice(acks, func(i, j int) bool { return acks[i].Before(acks[j]) })
 	for i := 1; i < len(acks); i++ {
-		longestGap = max(longestGap, acks[i].Sub(acks[i-1]))
+		if !l.pausedBetween(acks[i-1], acks[i]) {
+			longestGap = max(longestGap, acks[i].Sub(acks[i-1]))
+		}
 	}
 	return longestCommit, longestGap
 }

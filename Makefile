@@ -12,7 +12,8 @@ JAEGER_VERSION ?= v1.76.0
 JAEGER_CACHE   ?= $(HOME)/.cache/rockline
 JAEGER_BIN     ?= $(JAEGER_CACHE)/jaeger-$(JAEGER_VERSION)
 
-.PHONY: all deps bench-deps build test demo bench bench-go fmt lint vet clean jaeger jaeger-demo crash soak nats-server test-jetstream demo-cluster
+
+.PHONY: hygiene all deps bench-deps build test demo bench bench-go fmt lint vet clean jaeger jaeger-demo crash soak nats-server test-jetstream demo-cluster
 
 all: build
 
@@ -55,11 +56,15 @@ build: deps
 # the cached Jaeger binary, which `make jaeger` builds the first time).
 # The race detector's instrumentation allocates, so the allocation guarantees (tests
 # named *Alloc*) are skipped under -race; the second line runs them without it.
-test: deps bench-deps vet jaeger
+test: hygiene deps bench-deps vet jaeger
 	ROCKLINE_JAEGER_BIN=$(JAEGER_BIN) ROCKLINE_REQUIRE_JAEGER=1 $(GO) test -race -timeout 30m $(PKGS)
 	$(GO) test -count=1 -run 'Alloc' ./internal/logentry/
 	cd test/bench && $(GO) vet ./... && ROCKLINE_REQUIRE_PG=1 $(GO) test -race -timeout 15m ./...
 	$(MAKE) --no-print-directory test-jetstream
+
+# hygiene fails on a tracked executable or a tracked file over 1 MB (test/hygiene.sh).
+hygiene:
+	@bash test/hygiene.sh
 
 demo: deps
 	$(GO) run ./examples/orders

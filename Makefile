@@ -56,11 +56,17 @@ build: deps
 # the cached Jaeger binary, which `make jaeger` builds the first time).
 # The race detector's instrumentation allocates, so the allocation guarantees (tests
 # named *Alloc*) are skipped under -race; the second line runs them without it.
-test: hygiene deps bench-deps vet jaeger
-	ROCKLINE_JAEGER_BIN=$(JAEGER_BIN) ROCKLINE_REQUIRE_JAEGER=1 $(GO) test -race -timeout 30m $(PKGS)
+# On a cold machine Jaeger's build (minutes of compiling) runs beside the JetStream
+# module's tests, which spend most of their time waiting on elections, timeouts and
+# fsyncs; the end-to-end test runs last, once both are done.
+E2E_PKG   := ./test/e2e
+CORE_PKGS  = $(shell $(GO) list ./... | grep -v '/test/e2e$$')
+test: hygiene deps bench-deps vet
+	$(GO) test -race -timeout 30m $(CORE_PKGS)
 	$(GO) test -count=1 -run 'Alloc' ./internal/logentry/
 	cd test/bench && $(GO) vet ./... && ROCKLINE_REQUIRE_PG=1 $(GO) test -race -timeout 15m ./...
-	$(MAKE) --no-print-directory test-jetstream
+	$(MAKE) --no-print-directory -j2 --output-sync=target test-jetstream jaeger
+	ROCKLINE_JAEGER_BIN=$(JAEGER_BIN) ROCKLINE_REQUIRE_JAEGER=1 $(GO) test -race -timeout 10m $(E2E_PKG)
 
 # hygiene fails on a tracked executable or a tracked file over 1 MB (test/hygiene.sh).
 hygiene:
@@ -103,7 +109,7 @@ jaeger:
 	@if [ ! -x "$(JAEGER_BIN)" ]; then \
 	  echo "rockline: building Jaeger $(JAEGER_VERSION) into $(JAEGER_BIN) (about 5-11 minutes cold, cached after)"; \
 	  mkdir -p "$(JAEGER_CACHE)" && \
-	  cd test/jaeger && $(GO) build -o "$(JAEGER_BIN).tmp" github.com/jaegertracing/jaeger/cmd/jaeger && \
+	  cd test/jaeger && $(GO) build -trimpath -ldflags='-s -w' -o "$(JAEGER_BIN).tmp" github.com/jaegertracing/jaeger/cmd/jaeger && \
 	  mv "$(JAEGER_BIN).tmp" "$(JAEGER_BIN)"; \
 	fi
 

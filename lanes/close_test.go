@@ -11,7 +11,7 @@ import (
 func TestCloseDrains(t *testing.T) {
 	const lanes, perLane = 2, 50
 	g := newGatedRunner()
-	l, err := New(lanes, 64, g.run)
+	l, err := newEach(lanes, 64, g.run)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,7 +49,7 @@ func TestCloseDrains(t *testing.T) {
 func TestCloseRacingSubmits(t *testing.T) {
 	const workers, perWorker = 8, 500
 	var ran [workers * perWorker]atomic.Int32
-	l, err := New(4, 8, func(_, task int) { ran[task].Add(1) })
+	l, err := newEach(4, 8, func(_, task int) { ran[task].Add(1) })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +113,7 @@ func TestCloseRacingSubmits(t *testing.T) {
 func fillBlocked(t *testing.T) (*Lanes[int], *gatedRunner, <-chan result) {
 	t.Helper()
 	g := newGatedRunner()
-	l, err := New(1, 1, g.run)
+	l, err := newEach(1, 1, g.run)
 	if err != nil {
 		t.Fatal(err)
 	}

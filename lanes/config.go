@@ -2,7 +2,7 @@ package lanes
 
 import "fmt"
 
-// Bounds accepted by New.
+// Bounds accepted by NewBatched.
 const (
 	// MinLanes and MaxLanes bound the number of lanes.
 	MinLanes = 1
@@ -12,7 +12,7 @@ const (
 	MaxDepth = 1 << 20
 )
 
-// validate checks the arguments to New and returns a *ConfigError for the
+// validate checks the arguments to NewBatched and returns a *ConfigError for the
 // first one that is out of range, or nil.
 func validate(lanes, depth int, runNil bool) error {
 	if lanes < MinLanes || lanes > MaxLanes {

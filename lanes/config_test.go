@@ -28,10 +28,10 @@ func TestNewConfigValidation(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			l, err := New(tc.lanes, tc.depth, tc.run)
+			l, err := newEach(tc.lanes, tc.depth, tc.run)
 			if tc.field == "" {
 				if err != nil {
-					t.Fatalf("New(%d, %d) = %v, want nil", tc.lanes, tc.depth, err)
+					t.Fatalf("newEach(%d, %d) = %v, want nil", tc.lanes, tc.depth, err)
 				}
 				defer l.Close()
 				if l.Len() != tc.lanes {

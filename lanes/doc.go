@@ -26,7 +26,7 @@
 //
 // # Goroutine ownership and shutdown
 //
-// New starts one goroutine per lane; those goroutines are owned by the Lanes
+// NewBatched starts one goroutine per lane; those goroutines are owned by the Lanes
 // value and by nothing else. Callers of Submit own their own goroutines and
 // never have work run on them. SubmitOrRun is the exception a caller opts into:
 // when the lane it picks is idle (nothing queued, nothing running) it runs the

@@ -11,11 +11,11 @@ import (
 var ErrClosed = errors.New("lanes: closed")
 
 // ErrInvalidConfig is the sentinel matched (via errors.Is) by every
-// *ConfigError returned from New. It is the sentinel of every rockline package
+// *ConfigError returned from NewBatched. It is the sentinel of every rockline package
 // (pipeline.ErrInvalidConfig, storage.ErrInvalidConfig) too.
 var ErrInvalidConfig = settings.ErrInvalid
 
-// ConfigError reports a rejected argument to New. Field names the parameter
+// ConfigError reports a rejected argument to NewBatched. Field names the parameter
 // ("Lanes", "Depth" or "Run"), Value is the value that was passed and Expected
 // states the valid range; Err is nil. Its message reads, for example,
 // "rockline: Lanes = 0: expected in [1, 64]". errors.Is(err, ErrInvalidConfig)

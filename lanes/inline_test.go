@@ -12,7 +12,7 @@ import (
 // task, and the task has run by the time it returns.
 func TestSubmitOrRunIdleRunsInline(t *testing.T) {
 	var done atomic.Int64 // tasks run
-	l, err := New(1, 4, func(_ int, _ int) { done.Add(1) })
+	l, err := newEach(1, 4, func(_ int, _ int) { done.Add(1) })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,7 +34,7 @@ func TestSubmitOrRunBusyQueues(t *testing.T) {
 	entered, release := make(chan struct{}), make(chan struct{})
 	var mu sync.Mutex
 	var order []string
-	l, err := New(1, 4, func(_ int, name string) {
+	l, err := newEach(1, 4, func(_ int, name string) {
 		if name == "first" {
 			close(entered)
 			<-release
@@ -118,7 +118,7 @@ func TestSubmitOrRunKeepsLaneOrder(t *testing.T) {
 // finished, and a SubmitOrRun that starts after Close began is refused.
 func TestCloseWaitsForInlineRun(t *testing.T) {
 	entered, release := make(chan struct{}), make(chan struct{})
-	l, err := New(1, 4, func(_ int, block bool) {
+	l, err := newEach(1, 4, func(_ int, block bool) {
 		if block {
 			close(entered)
 			<-release

@@ -8,7 +8,7 @@ import (
 
 // Lanes is a fixed set of commit lanes, each a bounded FIFO queue drained by
 // one goroutine that calls run(lane, task) in queue order. Create it with
-// New; the zero value is not usable. All methods are safe for concurrent use.
+// NewBatched; the zero value is not usable. All methods are safe for concurrent use.
 //
 // Invariants:
 //   - queues[i] is sent to only by Submit while holding mu.RLock and only
@@ -51,27 +51,15 @@ type laneState[T any] struct {
 	one     [1]T // the batch of an inline run, reused under mu
 }
 
-// New starts lanes lane goroutines, each with a queue of capacity depth, that
-// call run(lane, task) for every submitted task. lanes must be in
-// [MinLanes, MaxLanes], depth in [MinDepth, MaxDepth] and run non-nil;
-// otherwise New returns a *ConfigError (matching ErrInvalidConfig) and starts
-// nothing. run is called from the lane goroutines only, never concurrently
-// within one lane; it must not call Close on the same Lanes (deadlock). The
-// caller must eventually call Close to stop the goroutines.
-func New[T any](lanes, depth int, run func(lane int, task T)) (*Lanes[T], error) {
-	if run == nil {
-		return NewBatched[T](lanes, depth, 1, nil)
-	}
-	return NewBatched(lanes, depth, 1, func(lane int, tasks []T) {
-		for _, t := range tasks {
-			run(lane, t)
-		}
-	})
-}
-
-// NewBatched is New for a runner that takes the tasks waiting in a lane together:
-// each call gets the oldest queued task plus those queued behind it at that moment,
-// up to maxBatch (at least 1), in queue order. A lane never waits to fill a batch, so
+// NewBatched starts lanes lane goroutines, each with a queue of capacity depth,
+// that call run(lane, tasks) with the tasks waiting in the lane: each call gets the
+// oldest queued task plus those queued behind it at that moment, up to maxBatch (at
+// least 1), in queue order. lanes must be in [MinLanes, MaxLanes], depth in
+// [MinDepth, MaxDepth] and run non-nil; otherwise NewBatched returns a *ConfigError
+// (matching ErrInvalidConfig) and starts nothing. run is called from the lane
+// goroutines only (or, through SubmitOrRun, on a submitter while the lane is idle),
+// never concurrently within one lane; it must not call Close on the same Lanes
+// (deadlock). The caller must eventually call Close to stop the goroutines. A lane never waits to fill a batch, so
 // under light load batches hold one task; under load the runner amortises its work
 // (one write for several commits) without adding latency. The slice is reused after
 // run returns.

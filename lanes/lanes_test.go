@@ -9,7 +9,7 @@ import (
 func TestOneLaneRunsInSubmitOrder(t *testing.T) {
 	const n = 1000
 	var got []int // written only by the single lane goroutine
-	l, err := New(1, 16, func(lane, task int) {
+	l, err := newEach(1, 16, func(lane, task int) {
 		if lane != 0 {
 			t.Errorf("run lane = %d, want 0", lane)
 		}
@@ -38,7 +38,7 @@ func TestOneLaneRunsInSubmitOrder(t *testing.T) {
 func TestRoundRobin(t *testing.T) {
 	const lanes, perLane = 4, 25
 	ranOn := make([]int, lanes*perLane) // task -> lane it ran on
-	l, err := New(lanes, 8, func(lane, task int) { ranOn[task] = lane })
+	l, err := newEach(lanes, 8, func(lane, task int) { ranOn[task] = lane })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +70,7 @@ func TestRoundRobin(t *testing.T) {
 
 func TestSubmitCancelledContextQueuesNothing(t *testing.T) {
 	ran := make(chan int, 1)
-	l, err := New(2, 4, func(_, task int) { ran <- task })
+	l, err := newEach(2, 4, func(_, task int) { ran <- task })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +87,7 @@ func TestSubmitCancelledContextQueuesNothing(t *testing.T) {
 
 func TestBackpressureCancel(t *testing.T) {
 	g := newGatedRunner()
-	l, err := New(1, 1, g.run)
+	l, err := newEach(1, 1, g.run)
 	if err != nil {
 		t.Fatal(err)
 	}

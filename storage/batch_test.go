@@ -36,8 +36,6 @@ func TestKeyLimit(t *testing.T) {
 	}
 	_, err := db.Get(f, big, nil)
 	check("Get", err)
-	_, err = db.MultiGet([]*storage.Family{f}, [][]byte{big}, nil)
-	check("MultiGet", err)
 
 	// The limit itself is accepted.
 	edge := big[:storage.MaxKeySize]

@@ -245,9 +245,6 @@ func TestForeignFamily(t *testing.T) {
 		t.Errorf("db2.Write(batch with db1 family): %v, want ErrForeignFamily", err)
 	}
 	wantMissing(t, db2, mustFamily(t, db2, "a"), nil, "k2") // nothing landed
-	if _, err := db2.MultiGet([]*storage.Family{f1}, [][]byte{[]byte("k")}, nil); !errors.Is(err, storage.ErrForeignFamily) {
-		t.Errorf("db2.MultiGet(db1 family): %v, want ErrForeignFamily", err)
-	}
 	if _, err := db2.NewIterator(f1, storage.IterOptions{}); !errors.Is(err, storage.ErrForeignFamily) {
 		t.Errorf("db2.NewIterator(db1 family): %v, want ErrForeignFamily", err)
 	}

@@ -26,9 +26,7 @@ var (
 	// ErrColumnFamilyExists is returned by CreateFamily when the name is taken.
 	ErrColumnFamilyExists = errors.New("rockline: column family already exists")
 	// ErrInvalidConfig is matched by every *ConfigError, whichever rockline package
-	// returned it (it is pipeline.ErrInvalidConfig too), and by the few errors that
-	// report a bad combination of arguments without one field to name (MultiGet's
-	// lengths).
+	// returned it (it is pipeline.ErrInvalidConfig too).
 	ErrInvalidConfig = settings.ErrInvalid
 	// ErrBusy maps RocksDB's "Resource busy" status.
 	ErrBusy = errors.New("rockline: resource busy")

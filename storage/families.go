@@ -313,8 +313,6 @@ func (db *DB) check(f *Family) error {
 	return nil
 }
 
-type grocksdbHandles = grocksdb.ColumnFamilyHandles
-
 func newFlushOptions() *grocksdb.FlushOptions {
 	fo := grocksdb.NewDefaultFlushOptions()
 	fo.SetWait(true)

@@ -56,10 +56,6 @@ func TestFreedHandleRefusesReads(t *testing.T) {
 	wantHeldFreed(t, db, 0, 1)
 	calls := map[string]func() error{
 		"Get": func() error { _, err := db.Get(f, []byte("k1"), nil); return err },
-		"MultiGet": func() error {
-			_, err := db.MultiGet([]*storage.Family{db.Default(), f}, [][]byte{[]byte("a"), []byte("k1")}, nil)
-			return err
-		},
 		"NewIterator":  func() error { _, err := db.NewIterator(f, storage.IterOptions{}); return err },
 		"DeleteRange":  func() error { return db.DeleteRange(f, []byte("a"), []byte("z")) },
 		"CompactRange": func() error { return db.CompactRange(f, nil, nil) },
@@ -174,9 +170,14 @@ func readThrough(db *storage.DB, f *storage.Family, kind int) error {
 		}
 		return err
 	case 1:
-		vs, err := db.MultiGet([]*storage.Family{f, f, db.Default()}, [][]byte{[]byte("k0"), []byte("k2"), []byte("x")}, nil)
-		if err == nil && (string(vs[0]) != "v0" || string(vs[1]) != "v2") {
-			return fmt.Errorf("MultiGet = %q", vs)
+		s, err := db.NewSnapshot()
+		if err != nil {
+			return err
+		}
+		defer s.Release()
+		v, err := db.Get(f, []byte("k2"), s)
+		if err == nil && string(v) != "v2" {
+			return fmt.Errorf("Get at a snapshot = %q, want v2", v)
 		}
 		return err
 	case 2:

@@ -53,21 +53,22 @@ func TestSnapshotIsolation(t *testing.T) {
 		t.Errorf("iterator saw a later write (-want +got):\n%s", diff)
 	}
 
-	vals, err := db.MultiGet([]*storage.Family{f, f, f}, [][]byte{[]byte("k"), []byte("new"), []byte("gone")}, s)
-	if err != nil {
-		t.Fatal(err)
+	var vals [][]byte
+	for _, k := range []string{"k", "new", "gone"} {
+		v, err := db.Get(f, []byte(k), s)
+		if err != nil && !errors.Is(err, storage.ErrNotFound) {
+			t.Fatal(err)
+		}
+		vals = append(vals, v)
 	}
 	if diff := cmp.Diff([][]byte{[]byte("v1"), nil, []byte("x")}, vals); diff != "" {
-		t.Errorf("MultiGet at snapshot (-want +got):\n%s", diff)
+		t.Errorf("Gets at snapshot (-want +got):\n%s", diff)
 	}
 
 	s.Release()
 	s.Release() // idempotent
 	if _, err := db.Get(f, []byte("k"), s); !errors.Is(err, storage.ErrReleased) {
 		t.Errorf("Get at released snapshot: %v, want ErrReleased", err)
-	}
-	if _, err := db.MultiGet([]*storage.Family{f}, [][]byte{[]byte("k")}, s); !errors.Is(err, storage.ErrReleased) {
-		t.Errorf("MultiGet at released snapshot: %v, want ErrReleased", err)
 	}
 	if _, err := db.NewIterator(f, storage.IterOptions{Snapshot: s}); !errors.Is(err, storage.ErrReleased) {
 		t.Errorf("NewIterator at released snapshot: %v, want ErrReleased", err)
@@ -143,7 +144,7 @@ func TestIteratorBounds(t *testing.T) {
 	}
 }
 
-func TestMultiGetAcrossFamilies(t *testing.T) {
+func TestGetAcrossFamilies(t *testing.T) {
 	db := openDB(t, storage.Options{Families: map[string]storage.FamilyOptions{"a": {}, "b": {}}})
 	fa, fb := mustFamily(t, db, "a"), mustFamily(t, db, "b")
 	b := storage.NewBatch()
@@ -159,13 +160,17 @@ func TestMultiGetAcrossFamilies(t *testing.T) {
 		t.Helper()
 		fams := []*storage.Family{fa, fb, fa, fb, fb, fa}
 		keys := [][]byte{[]byte("k"), []byte("k"), []byte("empty"), []byte("empty"), []byte("nilvalue"), []byte("missing")}
-		got, err := db.MultiGet(fams, keys, nil)
-		if err != nil {
-			t.Fatalf("%s: MultiGet: %v", stage, err)
+		var got [][]byte
+		for i, f := range fams {
+			v, err := db.Get(f, keys[i], nil)
+			if err != nil && !errors.Is(err, storage.ErrNotFound) {
+				t.Fatalf("%s: Get: %v", stage, err)
+			}
+			got = append(got, v)
 		}
 		want := [][]byte{[]byte("from a"), []byte("from b"), {}, nil, {}, nil}
 		if diff := cmp.Diff(want, got); diff != "" { // cmp tells nil from empty
-			t.Errorf("%s: MultiGet (-want +got):\n%s", stage, diff)
+			t.Errorf("%s: Gets (-want +got):\n%s", stage, diff)
 		}
 		v, err := db.Get(fa, []byte("empty"), nil)
 		if err != nil || v == nil || len(v) != 0 {
@@ -181,14 +186,8 @@ func TestMultiGetAcrossFamilies(t *testing.T) {
 	}
 	check("flushed")
 
-	if got, err := db.MultiGet(nil, nil, nil); err != nil || got != nil {
-		t.Errorf("MultiGet of nothing = %v, %v", got, err)
-	}
-	if _, err := db.MultiGet([]*storage.Family{fa}, nil, nil); !errors.Is(err, storage.ErrInvalidConfig) {
-		t.Errorf("MultiGet with mismatched lengths: %v, want ErrInvalidConfig", err)
-	}
-	if _, err := db.MultiGet([]*storage.Family{nil}, [][]byte{[]byte("k")}, nil); !errors.Is(err, storage.ErrColumnFamilyNotFound) {
-		t.Errorf("MultiGet with a nil family: %v, want ErrColumnFamilyNotFound", err)
+	if _, err := db.Get(nil, []byte("k"), nil); !errors.Is(err, storage.ErrColumnFamilyNotFound) {
+		t.Errorf("Get with a nil family: %v, want ErrColumnFamilyNotFound", err)
 	}
 }
 

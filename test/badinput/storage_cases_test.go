@@ -118,31 +118,6 @@ func storageCases() []badCase {
 	add("Get/missing key", is(storage.ErrNotFound, "not found"), func(e *env) error { _, err := e.st.Get(e.sf, []byte("missing"), nil); return err })
 	add("Get/dropped family, freed", is(storage.ErrFamilyRetired, `"retired"`), func(e *env) error { _, err := e.st.Get(e.sRetired, []byte("missing"), nil); return err })
 	add("Get/closed database", is(storage.ErrClosed, "closed"), func(e *env) error { _, err := e.stClosed.Get(e.sClosedCF, k, nil); return err })
-	add("MultiGet/length mismatch", is(storage.ErrInvalidConfig, "1 families for 2 keys"), func(e *env) error {
-		_, err := e.st.MultiGet([]*storage.Family{e.sf}, [][]byte{k, k}, nil)
-		return err
-	})
-	add("MultiGet/nil family", is(storage.ErrColumnFamilyNotFound), func(e *env) error {
-		_, err := e.st.MultiGet([]*storage.Family{nil}, [][]byte{k}, nil)
-		return err
-	})
-	add("MultiGet/family of another database", is(storage.ErrForeignFamily), func(e *env) error {
-		_, err := e.st.MultiGet([]*storage.Family{e.sForeign}, [][]byte{k}, nil)
-		return err
-	})
-	add("MultiGet/key past 64 KiB", limitErr("key"), func(e *env) error {
-		_, err := e.st.MultiGet([]*storage.Family{e.sf}, [][]byte{e.hugeKey}, nil)
-		return err
-	})
-	add("MultiGet/released snapshot", is(storage.ErrReleased), func(e *env) error {
-		_, err := e.st.MultiGet([]*storage.Family{e.sf}, [][]byte{k}, e.released)
-		return err
-	})
-	add("MultiGet/nothing", noError, func(e *env) error { _, err := e.st.MultiGet(nil, nil, nil); return err })
-	add("MultiGet/closed database", is(storage.ErrClosed), func(e *env) error {
-		_, err := e.stClosed.MultiGet([]*storage.Family{e.sClosedCF}, [][]byte{k}, nil)
-		return err
-	})
 
 	// Iterators and snapshots.
 	newIter := func(db *storage.DB, f *storage.Family, o storage.IterOptions) error {

@@ -199,11 +199,11 @@ func TestCloseWithCallsInFlight(t *testing.T) {
 			_, err := db.CreateFamily("new", storage.FamilyOptions{})
 			return err
 		},
-		"DropFamily": func() error { return db.DropFamily("a") },
-		"Family":     func() error { _, err := db.Family("a"); return err },
-		"Families":   func() error { _, err := db.Families(); return err },
-		"Stats":      func() error { _, err := db.Stats(); return err },
-		"Flush":      func() error { return db.Flush() },
+		"DropFamily":   func() error { return db.DropFamily("a") },
+		"Family":       func() error { _, err := db.Family("a"); return err },
+		"Families":     func() error { _, err := db.Families(); return err },
+		"Stats":        func() error { _, err := db.Stats(); return err },
+		"Flush":        func() error { return db.Flush() },
 		"Iterator.Err": pendingIt.Err,
 	}
 	for name, call := range calls {

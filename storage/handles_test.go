@@ -55,7 +55,7 @@ func TestFreedHandleRefusesReads(t *testing.T) {
 	}
 	wantHeldFreed(t, db, 0, 1)
 	calls := map[string]func() error{
-		"Get": func() error { _, err := db.Get(f, []byte("k1"), nil); return err },
+		"Get":          func() error { _, err := db.Get(f, []byte("k1"), nil); return err },
 		"NewIterator":  func() error { _, err := db.NewIterator(f, storage.IterOptions{}); return err },
 		"DeleteRange":  func() error { return db.DeleteRange(f, []byte("a"), []byte("z")) },
 		"CompactRange": func() error { return db.CompactRange(f, nil, nil) },

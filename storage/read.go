@@ -39,4 +39,3 @@ func (db *DB) Get(f *Family, key []byte, s *Snapshot) ([]byte, error) {
 	}
 	return append(make([]byte, 0, v.Size()), v.Data()...), nil
 }
-

@@ -132,25 +132,64 @@ func (e *Engine) WaitForPosition(ctx context.Context, pos uint64) error {
 	return e.p.WaitForPosition(ctx, pos)
 }
 
-// Subscribe is Partition.Subscribe, delivering pipeline.LogEntry values.
-func (e *Engine) Subscribe(ctx context.Context, after uint64, handler func(pipeline.LogEntry) error) (pipeline.EngineSubscription, error) {
+// Subscribe is Partition.Subscribe, delivering pipeline.LogEntry values; OnLive and
+// the lag bound are not reported.
+func (e *Engine) Subscribe(ctx context.Context, after uint64, handler func(pipeline.LogEntry) error, _ pipeline.SubscribeOptions) (pipeline.EngineSubscription, error) {
 	return e.p.Subscribe(ctx, after, func(en Entry) error { return handler(logEntry(en)) })
 }
 
-// CreateFamily is Partition.CreateFamily.
-func (e *Engine) CreateFamily(ctx context.Context, name string) error {
-	_, _, err := e.p.CreateFamily(ctx, name)
-	return err
+// family is the engine's handle on a family: its name. A partition's keys carry no
+// generation a handle could pin; a write through a handle of a dropped family fails
+// at commit, where the catalog is checked.
+type family string
+
+// Name returns the family's name.
+func (f family) Name() string { return string(f) }
+
+// defaultFamily is the name of the family every database has.
+const defaultFamily = "default"
+
+// Default returns the default family.
+func (e *Engine) Default() pipeline.EngineFamily { return family(defaultFamily) }
+
+// Family returns the live family name, or an error matching
+// pipeline.ErrColumnFamilyNotFound.
+func (e *Engine) Family(ctx context.Context, name string) (pipeline.EngineFamily, error) {
+	names, err := e.Families(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if _, found := slices.BinarySearch(names, name); !found {
+		return nil, fmt.Errorf("rockline/jetstream: family %q: %w", name, pipeline.ErrColumnFamilyNotFound)
+	}
+	return family(name), nil
 }
 
-// DropFamily is Partition.DropFamily; a family already dropped is not found.
-func (e *Engine) DropFamily(ctx context.Context, name string) error {
+// LayerFamily returns the layer family name: a partition's families exist once
+// written.
+func (e *Engine) LayerFamily(_ context.Context, name string) (pipeline.EngineFamily, error) {
+	return family(name), nil
+}
+
+// CreateFamily is Partition.CreateFamily.
+func (e *Engine) CreateFamily(ctx context.Context, name string) (pipeline.EngineFamily, error) {
+	if _, _, err := e.p.CreateFamily(ctx, name); err != nil {
+		return nil, err
+	}
+	return family(name), nil
+}
+
+// DropFamily is Partition.DropFamily; a family already dropped is not found. The
+// drop has taken full effect when its commit is acknowledged, so dropped runs before
+// DropFamily returns.
+func (e *Engine) DropFamily(ctx context.Context, name string, dropped func(error)) error {
 	if _, _, err := e.p.DropFamily(ctx, name); err != nil {
 		if _, ok := err.(*pipeline.DroppedError); ok {
 			return fmt.Errorf("rockline/jetstream: DropFamily %q: %w", name, pipeline.ErrColumnFamilyNotFound)
 		}
 		return err
 	}
+	dropped(nil)
 	return nil
 }
 
@@ -208,39 +247,43 @@ type engineTxn struct {
 
 func (x *engineTxn) ReadPosition() uint64 { return x.t.at }
 
-func (x *engineTxn) Get(ctx context.Context, family string, key []byte, track bool) ([]byte, bool, error) {
+func (x *engineTxn) Get(ctx context.Context, ef pipeline.EngineFamily, key []byte, track bool) ([]byte, bool, error) {
 	if track {
-		return x.t.Get(ctx, family, key)
+		return x.t.Get(ctx, ef.Name(), key)
 	}
 	t := x.t
 	if t.done {
 		return nil, false, ErrTxnDone
 	}
-	if w, ok := t.writes[txnKey(family, key)]; ok {
+	if w, ok := t.writes[txnKey(ef.Name(), key)]; ok {
 		return bytes.Clone(w.Value), !w.Delete, nil
 	}
-	it, found, err := t.read(ctx, family, key)
+	it, found, err := t.read(ctx, ef.Name(), key)
 	return it.Value, found, err
 }
 
-func (x *engineTxn) NewIterator(ctx context.Context, family string, o pipeline.IterOptions) (pipeline.EngineIterator, error) {
-	it, err := x.t.NewIterator(ctx, family, IterOptions{Lower: o.Lower, Upper: o.Upper})
+func (x *engineTxn) NewIterator(ctx context.Context, ef pipeline.EngineFamily, o pipeline.IterOptions) (pipeline.EngineIterator, error) {
+	it, err := x.t.NewIterator(ctx, ef.Name(), IterOptions{Lower: o.Lower, Upper: o.Upper})
 	if err != nil {
 		return nil, err
 	}
 	return it, nil
 }
 
-func (x *engineTxn) Put(family string, key, value []byte) error { return x.t.Put(family, key, value) }
+func (x *engineTxn) Put(ef pipeline.EngineFamily, key, value []byte) error {
+	return x.t.Put(ef.Name(), key, value)
+}
 
-func (x *engineTxn) Delete(family string, key []byte) error { return x.t.Delete(family, key) }
+func (x *engineTxn) Delete(ef pipeline.EngineFamily, key []byte) error {
+	return x.t.Delete(ef.Name(), key)
+}
 
-func (x *engineTxn) PutAtCommit(family string, key, payload []byte, value pipeline.PositionedValue) error {
+func (x *engineTxn) PutAtCommit(ef pipeline.EngineFamily, key, payload []byte, value pipeline.PositionedValue) error {
 	name, ok := x.e.encodings[reflect.ValueOf(value).Pointer()]
 	if !ok {
 		return &ArgumentError{Op: "Txn.PutAtCommit", Arg: "value", Reason: "is not one of the partition's Config.PositionedValues (the JetStream engine stores an encoding's name and computes the value on every read)"}
 	}
-	return x.t.PutAtCommit(family, key, payload, name)
+	return x.t.PutAtCommit(ef.Name(), key, payload, name)
 }
 
 func (x *engineTxn) AddEvents(stream string, first uint64, events []pipeline.Event) error {

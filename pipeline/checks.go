@@ -40,26 +40,26 @@ type CheckWrite struct {
 // under the serial policy, the writes of earlier commits validated in the same group.
 // It reads any family of the database, not only the ones the commit writes.
 type CheckView struct {
-	db *DB
+	db *localDB
 	v  validators.View
 }
 
 // Get returns the value of key in cf as the commit will see it, or ErrNotFound. A
 // family of another database fails with an *ArgumentError.
 func (v CheckView) Get(cf *ColumnFamily, key []byte) ([]byte, error) {
-	f, err := v.db.checkFamily("CheckView.Get", cf)
+	f, err := v.db.front.family("CheckView.Get", cf)
 	if err != nil {
 		return nil, err
 	}
 	if err := checkKey("CheckView.Get", key); err != nil {
 		return nil, err
 	}
-	val, err := v.v.Get(f, key)
+	val, err := v.v.Get(storageFamily(f), key)
 	return val, closedErr(err)
 }
 
 // validatorChecks adapts the configured Checks to the validator's form.
-func (db *DB) validatorChecks() []validators.Check {
+func (db *localDB) validatorChecks() []validators.Check {
 	out := make([]validators.Check, len(db.cfg.Checks))
 	for i, check := range db.cfg.Checks {
 		out[i] = func(ctx context.Context, c *validators.Commit, v validators.View) error {
@@ -70,13 +70,13 @@ func (db *DB) validatorChecks() []validators.Check {
 }
 
 // commitInfo builds a Check's read-only facts about c.
-func (db *DB) commitInfo(c *validators.Commit) CommitInfo {
+func (db *localDB) commitInfo(c *validators.Commit) CommitInfo {
 	info := CommitInfo{ReadPosition: c.ReadPos, Writes: make([]CheckWrite, len(c.Ops))}
 	var last *storage.Family
 	var cf *ColumnFamily
 	for i, op := range c.Ops {
 		if op.Family != last {
-			last, cf = op.Family, db.wrap(op.Family)
+			last, cf = op.Family, db.front.wrap(op.Family)
 		}
 		info.Writes[i] = CheckWrite{Family: cf, Key: op.Key, Value: op.Value, Delete: op.Delete}
 	}

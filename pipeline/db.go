@@ -2,208 +2,98 @@ package pipeline
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/rockline/rockline/internal/logentry"
-	"github.com/rockline/rockline/lanes"
 	"github.com/rockline/rockline/storage"
 	"github.com/rockline/rockline/tracing"
-	"github.com/rockline/rockline/validators"
 )
 
-// logFamily holds the commit log: one entry per position, big-endian position keys.
-const logFamily = "rockline.log"
-
-// systemFamily holds rockline's own records: settings (truncation, checkpoints, the
-// folder's format) and the family markers.
-//
-//	'm' name                   -> a setting (see retention.go, layers.go)
-//	"mfamily/" qualified name  -> 1: the family generation's creation is in the log
-const systemFamily = "rockline.system"
-
-// reservedPrefix starts the names of families rockline keeps for itself: the log, the
-// system family and the families of layers (LayerFamily).
-const reservedPrefix = "rockline."
-
-func isReserved(name string) bool { return strings.HasPrefix(name, reservedPrefix) }
-
-// DB is an open rockline database: a RocksDB database, its commit lanes, its
-// validator and its log.
+// DB is an open rockline database: the front over one engine (engine.go). Open,
+// OpenReadOnly and OpenSecondary put the local engine behind it (RocksDB, commit
+// lanes, a validator, the dense log); OpenEngine puts any other Engine behind it.
+// Its methods are safe for concurrent use.
 //
 // Invariants:
-//   - closing goes false->true once; after it, Begin, Commit and CommitInline fail with
-//     ErrClosed.
-//   - Close closes the lanes first (they drain, running every queued commit), then
-//     takes gate for writing (waiting for CommitInline calls in progress), then closes
-//     storage. So no commit runs against closed storage.
-//   - Every position the validator assigns is published or the database is stopped.
-//   - Close drains the sequencer (every written position synced and published, or the
-//     database stopped) after the last writer left and before storage closes, so no
-//     fsync runs against freed handles.
+//   - closing goes false->true once; after it, Begin, Commit, family changes and the
+//     log readers fail with ErrClosed.
+//   - Close ends every subscription (done, then subs.Wait), then takes gate for
+//     writing (waiting for family changes in progress, which hold it for reading),
+//     then closes the engine: the engine is closed once, after the last subscription
+//     and family change left. A commit in flight is the engine's to finish or refuse
+//     (the local engine's lanes drain before its storage closes).
+//   - last only grows: the highest position the front has seen committed, read or
+//     reported by the engine (LastPosition falls back on it when the engine cannot
+//     answer, and the subscription-lag gauge reads it).
 type DB struct {
-	cfg   Config
-	store *storage.DB
-	log   *storage.Family
-	sys   *storage.Family // see systemFamily
-	// truncated is the first log position kept after TruncateLog (0: nothing cut).
-	truncated atomic.Uint64
-	seq       *sequencer
-	// writeCommit writes a group of commits or fillers (validators.Env.Write): storage's
-	// Write, or WriteUnsynced under Config.Sync, whose fsync the sequencer runs.
-	writeCommit func(*storage.Batch) error
-	val         validators.Validator
-	lanes       *lanes.Lanes[*task]
-	fp          validators.Fingerprinter
-	tracer      trace.Tracer
+	cfg    Config
+	eng    Engine
+	name   string // eng.Name(), read once
+	// readOnly is set when the engine was opened for reading only (OpenReadOnly,
+	// OpenSecondary): every write fails with ErrReadOnly.
+	readOnly bool
+	tracer trace.Tracer
 
 	closing   atomic.Bool
 	closeDone chan struct{} // closed when the first Close returns
-	gate      sync.RWMutex  // held for reading by CommitInline and family changes, for writing by Close
+	// closed is cancelled when Close begins: calls that wait (WaitForPosition) end
+	// with it.
+	closed context.Context
+	cancel context.CancelFunc
+	gate   sync.RWMutex // held for reading by family changes, for writing by Close
+
+	last atomic.Uint64
 
 	metrics *metrics
 
-	// familyMu serialises family creation and drop, each a storage change plus its log
-	// entry, so the log orders them as they happened.
-	familyMu sync.Mutex
-	// truncMu serialises TruncateLog.
-	truncMu sync.Mutex
-	// catchMu serialises CatchUp.
-	catchMu sync.Mutex
-
 	subscriptions
-
-	// remote is set on a DB opened with OpenEngine: its engine (remote.go). The fields
-	// above it from store to familyMu belong to the local engine and are unset then.
-	remote *remote
 }
 
-// Open opens (or creates) the database in dir. The whole Config is validated before
-// anything is created: a bad field returns a *ConfigError and leaves no file behind.
-// Open repairs what a crash can leave: a log position whose commit never landed is
-// filled, so the log is dense.
-func Open(dir string, cfg Config) (*DB, error) { return open(dir, cfg, openMode{createFamilies: true}) }
-
-// openMode says how open opens: createFamilies false leaves the families Config names
-// uncreated (for Rebuild, where the log creates them); readOnly opens for reading only
-// (OpenReadOnly), as a secondary with its files in secondary (OpenSecondary).
-type openMode struct {
-	createFamilies bool
-	readOnly       bool
-	secondary      string
-}
-
-// open is Open, OpenReadOnly and OpenSecondary.
-func open(dir string, cfg Config, mode openMode) (*DB, error) {
-	if err := cfg.Validate(); err != nil {
-		return nil, err
-	}
-	cfg = cfg.withDefaults()
-	so := cfg.storageOptions()
-	if !mode.createFamilies || mode.readOnly {
-		for n := range cfg.Families {
-			delete(so.Families, n)
-		}
-	}
-	so.ReadOnly, so.Secondary = mode.readOnly, mode.secondary
-	st, err := storage.Open(dir, so)
-	if err != nil {
-		return nil, closedErr(err)
-	}
-	db := newDB(cfg)
-	db.store, db.fp = st, validators.NewFingerprinter()
-	if db.log, err = st.Family(logFamily); err != nil {
-		st.Close()
-		return nil, err
-	}
-	if db.sys, err = st.Family(systemFamily); err != nil {
-		st.Close()
-		if mode.readOnly {
-			err = fmt.Errorf("rockline: open %s read-only: written by an older rockline; open it writable once to upgrade it: %w", dir, err)
-		}
-		return nil, err
-	}
-	if !mode.readOnly {
-		if err := db.upgradeFormat(); err != nil {
-			st.Close()
-			return nil, err
-		}
-		if err := db.recordSettings(cfg); err != nil {
-			st.Close()
-			return nil, err
-		}
-	}
-	if err := db.loadTruncation(); err != nil {
-		st.Close()
-		return nil, err
-	}
-	last, err := recoverLog(st, db.log, db.truncated.Load(), !mode.readOnly)
-	if err != nil {
-		st.Close()
-		return nil, err
-	}
-	var sync func() error
-	if cfg.Sync && !cfg.DisableWAL && !mode.readOnly {
-		// Commits are written without an fsync and published after one (sequencer).
-		db.writeCommit, sync = st.WriteUnsynced, st.SyncWAL
-	} else {
-		db.writeCommit = st.Write
-	}
-	db.seq = newSequencer(last, sync)
-	if sync != nil {
-		// Transactions read a view taken before each fsync, so never an unsynced commit.
-		initial, err := st.NewSnapshot()
-		if err != nil {
-			st.Close()
-			return nil, closedErr(err)
-		}
-		db.seq.useViews(st.NewSnapshot, initial)
-	}
-	db.val, err = validators.New(cfg.Validation, db.validatorEnv(), validators.Options{
-		Buckets: cfg.Buckets,
-		Checks:  db.validatorChecks(),
-	})
-	if err != nil {
-		st.Close()
-		return nil, err
-	}
-	db.lanes, err = lanes.NewBatched(cfg.Lanes, cfg.LaneQueueDepth, maxLaneBatch, db.runTasks)
-	if err != nil {
-		st.Close()
-		return nil, err
-	}
-	if db.metrics, err = newMetrics(db, cfg.MeterProvider); err != nil {
-		db.lanes.Close()
-		st.Close()
-		return nil, fmt.Errorf("rockline: metrics: %w", err)
-	}
-	if !mode.readOnly {
-		if err := db.reconcileFamilies(); err != nil {
-			db.Close()
-			return nil, err
-		}
-	}
-	return db, nil
-}
-
-// newDB returns a DB with what it needs on any engine: its config, channels and tracer.
-func newDB(cfg Config) *DB {
-	db := &DB{cfg: cfg, closeDone: make(chan struct{})}
+// newFront returns the DB over e, with cfg's engine-independent settings applied.
+// It closes e when it fails.
+func newFront(e Engine, cfg Config) (*DB, error) {
+	db := &DB{cfg: cfg, eng: e, name: e.Name(), closeDone: make(chan struct{})}
 	db.done = make(chan struct{})
+	db.closed, db.cancel = context.WithCancel(context.Background())
 	tp := cfg.TracerProvider
 	if tp == nil {
 		tp = otel.GetTracerProvider()
 	}
 	db.tracer = tp.Tracer(tracing.ScopeName)
-	return db
+	var err error
+	if m, ok := e.(interface{ commitMetrics() *metrics }); ok {
+		db.metrics = m.commitMetrics() // the local engine records its stages in them
+	} else if db.metrics, err = newMetrics(cfg.MeterProvider, db.name); err != nil {
+		return nil, errors.Join(fmt.Errorf("rockline: metrics: %w", err), e.Close())
+	}
+	if err := db.metrics.registerGauges(db); err != nil {
+		return nil, errors.Join(fmt.Errorf("rockline: metrics: %w", err), e.Close())
+	}
+	if r, ok := e.(readOnlyEngine); ok {
+		db.readOnly = r.ReadOnly()
+	}
+	if a, ok := e.(interface{ attach(*DB) }); ok {
+		a.attach(db)
+	}
+	if p, err := e.LastPosition(context.Background()); err == nil {
+		db.saw(p)
+	}
+	return db, nil
+}
+
+// saw records that position pos is committed.
+func (db *DB) saw(pos uint64) {
+	for {
+		cur := db.last.Load()
+		if pos <= cur || db.last.CompareAndSwap(cur, pos) {
+			return
+		}
+	}
 }
 
 // Close stops admitting commits, lets every queued and running commit finish, and
@@ -215,27 +105,18 @@ func (db *DB) Close() error {
 		return nil
 	}
 	defer close(db.closeDone)
-	if db.remote != nil {
-		return db.closeRemote()
-	}
+	db.cancel()
 	db.subsMu.Lock() // no Subscribe can add itself after this
 	close(db.done)
 	db.subsMu.Unlock()
-	db.lanes.Close()
 	db.subs.Wait()
-	if db.metrics.reg != nil {
-		db.metrics.reg.Unregister()
-	}
-	db.gate.Lock() // closing is set: no enter succeeds from now on
+	db.metrics.unregister()
+	db.gate.Lock() // family changes in progress finish first
 	defer db.gate.Unlock()
-	// Nothing writes now; publish what is written (Config.Sync: its fsync), so that no
-	// committer's fsync is in flight, or starts, when storage frees its handles.
-	syncErr := db.seq.Drain()
-	db.seq.CloseView()
-	return errors.Join(syncErr, db.store.Close())
+	return db.eng.Close()
 }
 
-// enter admits a CommitInline or other call that must not overlap Close.
+// enter admits a family change or other call that must not overlap Close.
 func (db *DB) enter() error {
 	db.gate.RLock()
 	if db.closing.Load() {
@@ -247,129 +128,46 @@ func (db *DB) enter() error {
 
 func (db *DB) leave() { db.gate.RUnlock() }
 
-// Policy returns the validation policy in use.
-// On a DB opened with OpenEngine it is the engine's name.
-func (db *DB) Policy() string {
-	if db.remote != nil {
-		return db.remote.name
-	}
-	return db.val.Policy()
+// notSupported is the error of a call op the engine does not offer.
+func (db *DB) notSupported(op string) error {
+	return &NotSupportedError{Op: op, Engine: db.name}
 }
 
-// BucketPoolBytes returns the memory of the validator's lock pool (0 under serial).
+// Policy returns the validation policy of the local engine ("parallel" or
+// "serial"), or on a DB opened with OpenEngine the engine's name.
+func (db *DB) Policy() string { return db.name }
+
+// BucketPoolBytes returns the memory of the local engine's lock pool (0 under the
+// serial policy and on other engines).
 func (db *DB) BucketPoolBytes() int {
-	if db.remote != nil {
-		return 0
+	if p, ok := db.eng.(interface{ PoolBytes() int }); ok {
+		return p.PoolBytes()
 	}
-	return db.val.PoolBytes()
+	return 0
 }
 
-// LastPosition returns the highest published log position (0 for an empty log).
-// On a DB opened with OpenEngine it asks the engine, and returns the last position
-// the DB saw when the engine cannot answer.
+// LastPosition returns the highest published log position (0 for an empty log). When
+// the engine cannot answer (a remote engine cut off) it returns the last position
+// the DB saw.
 func (db *DB) LastPosition() uint64 {
-	if db.remote != nil {
-		return db.remoteLastPosition()
+	if db.closing.Load() {
+		return db.last.Load()
 	}
-	return db.seq.Published()
+	if pos, err := db.eng.LastPosition(context.Background()); err == nil {
+		db.saw(pos)
+	}
+	return db.last.Load()
 }
 
-// StorageStats returns RocksDB's statistics for the database and each family.
+// StorageStats returns RocksDB's statistics for the database and each family; other
+// engines fail with a *NotSupportedError.
 func (db *DB) StorageStats() (storage.Stats, error) {
-	if err := db.errIfRemote("DB.StorageStats"); err != nil {
-		return storage.Stats{}, err
+	s, ok := db.eng.(interface{ StorageStats() (storage.Stats, error) })
+	if !ok {
+		return storage.Stats{}, db.notSupported("DB.StorageStats")
 	}
-	s, err := db.store.Stats()
-	return s, closedErr(err)
-}
-
-// recoverLog returns the last log position after filling any gap a crash left above
-// the dense watermark; without fill (a read-only open) it returns the position below
-// the first gap and writes nothing.
-func recoverLog(st *storage.DB, log *storage.Family, truncated uint64, fill bool) (uint64, error) {
-	dense := uint64(0)
-	if truncated > 0 {
-		dense = truncated - 1
+	if db.closing.Load() {
+		return storage.Stats{}, ErrClosed
 	}
-	if v, err := st.Get(log, validators.DenseKey, nil); err == nil {
-		if d, n := binary.Uvarint(v); n > 0 {
-			dense = max(dense, d)
-		}
-	} else if !errors.Is(err, storage.ErrNotFound) {
-		return 0, err
-	}
-	it, err := st.NewIterator(log, storage.IterOptions{Lower: logentry.Key(dense + 1)})
-	if err != nil {
-		return 0, err
-	}
-	defer it.Close()
-	last := dense
-	fillers := storage.NewBatch()
-	for it.First(); it.Valid(); it.Next() {
-		p, err := logentry.ParseKey(it.Key())
-		if err != nil {
-			return 0, fmt.Errorf("rockline: recover log: %w", err)
-		}
-		if p > last+1 && !fill {
-			break // a read-only view ends at the first gap
-		}
-		for q := last + 1; q < p; q++ {
-			if err := fillers.Put(log, logentry.Key(q), appendFiller(nil, q)); err != nil {
-				return 0, err
-			}
-		}
-		last = p
-	}
-	if err := it.Err(); err != nil {
-		return 0, err
-	}
-	if fillers.Count() > 0 {
-		if err := st.Write(fillers); err != nil {
-			return 0, fmt.Errorf("rockline: fill log gaps: %w", err)
-		}
-	}
-	return last, nil
-}
-
-func appendFiller(dst []byte, pos uint64) []byte {
-	return logentry.Append(dst, &logentry.Entry{Position: pos, Filler: true})
-}
-
-// task is one Commit travelling through a lane.
-//
-// The committing goroutine owns it until Submit, the lane's goroutine from runTask
-// until it closes done, and the committing goroutine again afterwards.
-type task struct {
-	ctx      context.Context
-	queuedAt time.Time
-	c        *validators.Commit
-	queued   trace.Span // rockline.lane.wait, ended when the lane picks the task up
-	trace    *stageTrace
-	pos      uint64
-	err      error
-	done     chan struct{}
-}
-
-// maxLaneBatch bounds how many queued commits a lane hands the validator at once.
-const maxLaneBatch = 64
-
-// runTasks is the lanes' run function, on the lane's goroutine: it hands the commits
-// queued in the lane to the validator as one group (validated in queue order, written
-// together where the policy allows) and wakes each committer.
-func (db *DB) runTasks(_ int, tasks []*task) {
-	reqs := make([]validators.Request, len(tasks))
-	ptrs := make([]*validators.Request, len(tasks))
-	for i, t := range tasks {
-		t.queued.End()
-		db.metrics.stage(t.ctx, stageLaneWait, time.Since(t.queuedAt))
-		reqs[i] = validators.Request{Ctx: t.ctx, Commit: t.c}
-		ptrs[i] = &reqs[i]
-		t.trace = db.newStageTrace(t.ctx, t.c)
-	}
-	db.val.CommitGroup(ptrs)
-	for i, t := range tasks {
-		t.trace.finish(reqs[i].Err)
-		t.pos, t.err = reqs[i].Pos, reqs[i].Err
-		close(t.done)
-	}
+	return s.StorageStats()
 }

@@ -58,15 +58,18 @@
 //
 // # Engines
 //
-// Everything above describes the local engine, the one Open gives. OpenEngine gives
-// a DB whose commits another Engine stores (engine.go): the JetStream engine, in
-// module github.com/rockline/rockline/jetstream, is one. The public API, argument
-// checks, Update's retries, the commit span and metrics, subscriptions and every
-// layer on this API are the same on both; snapshot reads, conflict checks, the atomic
-// commit and the log are the engine's. The local engine's maintenance and DeleteRange
-// fail elsewhere with a *NotSupportedError, and an engine's positions increase in
-// commit order without being consecutive. The local commit path is not behind the
-// interface, so it costs what it did before the seam.
+// Everything above describes the local engine, the one Open gives. DB, Txn,
+// Iterator, ColumnFamily and Subscription are a front, in the shape of database/sql
+// over its driver package: each holds one engine-side value (engine.go). Open puts
+// the local engine behind it (the local*.go files); OpenEngine puts any other Engine
+// there: the JetStream engine, in module github.com/rockline/rockline/jetstream, is
+// one. The public API, argument checks, Update's retries, the commit span and
+// metrics, subscriptions and every layer on this API are written once, in the front;
+// snapshot reads, conflict checks, the atomic commit and the log are the engine's.
+// The local engine's maintenance and DeleteRange are optional interfaces the front
+// asserts; an engine without them fails the call with a *NotSupportedError. An
+// engine's positions increase in commit order without being consecutive on every
+// engine but the local one.
 //
 // # Column families and close
 //

@@ -8,34 +8,29 @@ import (
 
 // The engine seam: what stores a DB's commits.
 //
-// A DB runs on one of two kinds of engine. The local engine is this package's own
-// commit path (lanes, a validator, the writer queue, RocksDB storage: commit.go, read
-// top to bottom); Open, OpenReadOnly and OpenSecondary give a DB on it. Any other
-// engine implements Engine, and OpenEngine gives a DB on it (the JetStream engine, in
-// module github.com/rockline/rockline/jetstream, is one).
+// DB, Txn, Iterator, ColumnFamily and Subscription are the front: each holds one
+// engine-side value and no engine code, in the shape of database/sql and its driver
+// package. The front owns what every engine shares: argument checks and their typed
+// errors, the closed state, Update's retries, the rockline.commit span and the
+// commit metrics, the subscription registry, and every layer built on the public
+// API (package eventstore, package partitioned). Below it, per engine: snapshot
+// reads, conflict detection of tracked reads and writes, the atomic commit of writes
+// with their log entry, the dense ordered log, family generations.
 //
-// Above the seam, shared by both: the public API (DB, Txn, ColumnFamily, Iterator,
-// Subscription, LogIterator), argument checks and their typed errors, Update's
-// retries, the rockline.commit span and the commit metrics, and every layer built on
-// the public API (package eventstore, package partitioned). Below it, per engine:
-// snapshot reads, conflict detection of tracked reads and writes, the atomic commit
-// of writes with their log entry, the dense ordered log, family generations.
+// Two engines exist. The local engine (the local*.go files: lanes, a validator, the
+// writer queue, RocksDB storage; its commit path reads top to bottom in
+// local_commit.go) is what Open, OpenReadOnly and OpenSecondary put behind a DB.
+// Any other engine implements Engine and OpenEngine puts it behind a DB (the
+// JetStream engine, in module github.com/rockline/rockline/jetstream, is one).
 //
-// The local engine is not behind the Engine interface: its transaction keeps pooled
-// buffers, fingerprints and a RocksDB snapshot in the Txn itself, and a commit goes
-// to the lanes without an indirection, so it runs exactly as it did before the seam
-// (the harness measures both). A DB on another engine holds an Engine, and each of
-// its Txns an EngineTxn; every public method that differs starts by handing off to
-// remote.go.
-//
-// What a remote engine does not offer fails with a *NotSupportedError naming the call
-// and the engine (ErrNotSupported): the local engine's maintenance (Checkpoint,
-// CompactRange, Verify, Replay, Rebuild, StorageStats, CatchUp), and Txn.DeleteRange
-// on engines that cannot delete a range atomically.
+// What an engine offers beyond Engine it offers as optional interfaces the front
+// asserts: EngineRangeDeleter on its transactions (Txn.DeleteRange), and the local
+// engine's maintenance (Checkpoint, CompactRange, Verify, Replay, Rebuild,
+// StorageStats, CatchUp). A call to one the engine lacks fails with a
+// *NotSupportedError naming the call and the engine (ErrNotSupported).
 
-// Engine stores the commits of a DB opened with OpenEngine. Its methods are called
-// concurrently; the DB calls Close once, after every transaction and subscription it
-// handed out has ended.
+// Engine stores the commits of a DB. Its methods are called concurrently; the DB
+// calls Close once, after every subscription it handed out has ended.
 type Engine interface {
 	// Name names the engine in spans and metrics (rockline.policy) and errors.
 	Name() string
@@ -55,16 +50,27 @@ type Engine interface {
 	WaitForPosition(ctx context.Context, pos uint64) error
 	// Subscribe hands every entry above after to handler, in order, each once, on a
 	// goroutine the returned subscription owns, until ctx ends, Close, or handler
-	// fails.
-	Subscribe(ctx context.Context, after uint64, handler func(LogEntry) error) (EngineSubscription, error)
+	// fails. o carries Subscribe's options; an engine may ignore OnLive and the lag
+	// bound.
+	Subscribe(ctx context.Context, after uint64, handler func(LogEntry) error, o SubscribeOptions) (EngineSubscription, error)
+	// Default returns the default family, which always exists.
+	Default() EngineFamily
+	// Family returns the live family name (ErrColumnFamilyNotFound otherwise).
+	Family(ctx context.Context, name string) (EngineFamily, error)
+	// LayerFamily returns the layer family name (a reserved "rockline." name the
+	// front checked), creating it when the engine has none.
+	LayerFamily(ctx context.Context, name string) (EngineFamily, error)
 	// CreateFamily creates the family name (ErrColumnFamilyExists for a live one); a
 	// name dropped before starts a new, empty generation.
-	CreateFamily(ctx context.Context, name string) error
+	CreateFamily(ctx context.Context, name string) (EngineFamily, error)
 	// DropFamily drops the live family name (ErrColumnFamilyNotFound otherwise):
 	// commits that read or wrote it in the dropped generation fail with a
-	// *DroppedError.
-	DropFamily(ctx context.Context, name string) error
-	// Families returns the live families created with CreateFamily, sorted.
+	// *DroppedError. dropped is called once the drop has taken full effect, which may
+	// be after DropFamily returned (the local engine's physical drop waits for the
+	// commits admitted before it); it may also be called after DropFamily failed.
+	DropFamily(ctx context.Context, name string, dropped func(error)) error
+	// Families returns the live families, sorted; the front leaves out the default
+	// family and rockline's own.
 	Families(ctx context.Context) ([]string, error)
 	// TruncateLog removes log positions below before.
 	TruncateLog(ctx context.Context, before uint64) error
@@ -72,33 +78,49 @@ type Engine interface {
 	Close() error
 }
 
+// EngineFamily is an engine's handle on one generation of a column family; the front
+// hands it back to the engine that made it and to no other.
+type EngineFamily interface {
+	// Name returns the family's name.
+	Name() string
+}
+
 // EngineTxn is an optimistic transaction of an Engine. The DB calls it from one
-// goroutine at a time and checks every argument before (keys 1..storage.MaxKeySize
-// bytes, values and events as the local engine accepts them), so an EngineTxn
-// refuses only what its engine's limits refuse, with an error naming the limit.
+// goroutine at a time and checks every argument before (keys 1..MaxKeySize bytes,
+// values up to MaxValueSize, events as CheckEvents accepts them, families of this
+// DB), so an EngineTxn refuses only what its engine's limits refuse, with an error
+// naming the limit.
 type EngineTxn interface {
 	// ReadPosition returns the commit position the transaction reads at.
 	ReadPosition() uint64
 	// Get returns key of family at the read position, the transaction's own Puts and
 	// Deletes applied; with track, a change to the key after the read position fails
 	// the commit.
-	Get(ctx context.Context, family string, key []byte, track bool) (value []byte, found bool, err error)
+	Get(ctx context.Context, family EngineFamily, key []byte, track bool) (value []byte, found bool, err error)
 	// NewIterator iterates family within o at the read position merged with the
 	// transaction's own writes; every key it yields is tracked.
-	NewIterator(ctx context.Context, family string, o IterOptions) (EngineIterator, error)
+	NewIterator(ctx context.Context, family EngineFamily, o IterOptions) (EngineIterator, error)
 	// Put and Delete buffer a write; the commit fails if the key changed after the
-	// read position, read or not (blind writes conflict as on the local engine).
-	Put(family string, key, value []byte) error
-	Delete(family string, key []byte) error
+	// read position, read or not (blind writes conflict on every engine).
+	Put(family EngineFamily, key, value []byte) error
+	Delete(family EngineFamily, key []byte) error
 	// PutAtCommit buffers a positioned write, as Txn.PutAtCommit documents.
-	PutAtCommit(family string, key, payload []byte, value PositionedValue) error
+	PutAtCommit(family EngineFamily, key, payload []byte, value PositionedValue) error
 	// AddEvents attaches events, as stream's from revision first ("" for none).
 	AddEvents(stream string, first uint64, events []Event) error
 	// Commit commits atomically and returns the position (0 when there was nothing to
-	// write); a conflict matches ErrConflict. The transaction is done afterwards.
+	// write); a conflict matches ErrConflict. The transaction is done afterwards. ctx
+	// carries the front's rockline.commit span, under which an engine may start its
+	// own stage spans.
 	Commit(ctx context.Context) (uint64, error)
 	// Discard ends the transaction; it is called after Commit too.
 	Discard()
+}
+
+// EngineRangeDeleter is an EngineTxn that deletes a range of keys atomically with
+// the rest of its commit (Txn.DeleteRange); the front checked start <= end.
+type EngineRangeDeleter interface {
+	DeleteRange(family EngineFamily, start, end []byte) error
 }
 
 // EngineIterator is an iterator of an EngineTxn; its methods are Iterator's.
@@ -155,5 +177,5 @@ func OpenEngine(e Engine, cfg Config) (*DB, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return openRemote(e, cfg.withDefaults())
+	return newFront(e, cfg.withDefaults())
 }

@@ -1,11 +1,13 @@
 package pipeline
 
 import (
+	"context"
 	"errors"
 	"fmt"
 
 	"github.com/rockline/rockline/internal/settings"
 	"github.com/rockline/rockline/storage"
+	"github.com/rockline/rockline/tracing"
 	"github.com/rockline/rockline/validators"
 )
 
@@ -142,4 +144,23 @@ func closedErr(err error) error {
 		return fmt.Errorf("%w (%w)", ErrClosed, err)
 	}
 	return err
+}
+
+// errorType classifies an error for the error.type attribute.
+func errorType(err error) string {
+	switch {
+	case errors.Is(err, ErrConflict):
+		return tracing.ErrorConflict
+	case errors.Is(err, ErrTxnTooOld):
+		return tracing.ErrorTxnTooOld
+	case errors.Is(err, ErrClosed):
+		return tracing.ErrorClosed
+	case errors.Is(err, ErrColumnFamilyDropped):
+		return tracing.ErrorCFDropped
+	case errors.Is(err, ErrStopped):
+		return tracing.ErrorStopped
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return tracing.ErrorCanceled
+	}
+	return tracing.ErrorOther
 }

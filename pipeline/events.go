@@ -30,13 +30,6 @@ type RecordedEvent struct {
 	Event
 }
 
-// txnEvent is an event a transaction carries, with its stream (AddStreamEvents).
-type txnEvent struct {
-	Event
-	stream string
-	rev    uint64
-}
-
 // Limits on events.
 const (
 	MaxEventTypeLen = 256
@@ -74,82 +67,4 @@ func checkEvent(op string, i int, e Event) error {
 		return &ArgumentError{Op: op, Arg: arg + ".Data", Reason: fmt.Sprintf("data and metadata of %d bytes exceed %d", len(e.Data)+len(e.Metadata), MaxEventDataLen)}
 	}
 	return nil
-}
-
-// AddEvents attaches events to the transaction's log entry. They are recorded at the
-// commit's log position, in order, and delivered to subscribers; a transaction with
-// events but no writes still gets a position. Every event is checked first; on an
-// *ArgumentError none is added.
-func (t *Txn) AddEvents(events ...Event) error {
-	if err := t.usable(); err != nil {
-		return err
-	}
-	if err := t.db.writable(); err != nil {
-		return err
-	}
-	if err := CheckEvents("Txn.AddEvents", events); err != nil {
-		return err
-	}
-	if t.rt != nil {
-		return t.remoteEvents("", 0, events)
-	}
-	t.addEvents(events)
-	return nil
-}
-
-// AddStreamEvents attaches events to the transaction's log entry, as AddEvents does,
-// recorded as the events of stream at revisions first, first+1, and so on: every
-// reader then hands them out with that stream and revision. It is the hook of a layer
-// that keeps streams (package eventstore): the core records the names and revisions
-// it is given and checks neither against anything. stream must not be empty; every
-// event is checked first, and on an *ArgumentError none is added.
-func (t *Txn) AddStreamEvents(stream string, first uint64, events ...Event) error {
-	const op = "Txn.AddStreamEvents"
-	if err := t.usable(); err != nil {
-		return err
-	}
-	if err := t.db.writable(); err != nil {
-		return err
-	}
-	if stream == "" {
-		return &ArgumentError{Op: op, Arg: "stream", Reason: "must not be empty"}
-	}
-	if err := CheckEvents(op, events); err != nil {
-		return err
-	}
-	if t.rt != nil {
-		return t.remoteEvents(stream, first, events)
-	}
-	t.addStreamEvents(stream, first, events)
-	return nil
-}
-
-// addEvents copies checked events into the transaction.
-func (t *Txn) addEvents(events []Event) { t.addStreamEvents("", 0, events) }
-
-// addStreamEvents copies checked events into the transaction, as stream's from
-// revision first on (no stream when stream is empty).
-func (t *Txn) addStreamEvents(stream string, first uint64, events []Event) {
-	for i, e := range events {
-		e.Data = t.copyBytes(e.Data)
-		e.Metadata = t.copyBytes(e.Metadata)
-		te := txnEvent{Event: e}
-		if stream != "" {
-			te.stream, te.rev = stream, first+uint64(i)
-		}
-		t.events = append(t.events, te)
-		if stream != "" {
-			t.streamEvents++
-		}
-	}
-}
-
-// copyBytes copies p into the transaction's arena (nil stays nil).
-func (t *Txn) copyBytes(p []byte) []byte {
-	if p == nil {
-		return nil
-	}
-	start := len(t.arena)
-	t.arena = append(t.arena, p...)
-	return t.arena[start:len(t.arena):len(t.arena)]
 }

@@ -95,7 +95,7 @@ func TestEveryWriterCompletesInOrder(t *testing.T) {
 			for err := range errs {
 				t.Fatal(err)
 			}
-			if err := db.seq.Err(); err != nil {
+			if err := db.local().seq.Err(); err != nil {
 				t.Fatalf("the sequencer stopped: %v", err)
 			}
 			if got, want := db.LastPosition(), positions.Load(); got != want {
@@ -116,8 +116,8 @@ func TestEveryWriterCompletesInOrder(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer re.Close()
-			if got, want := re.LastPosition(), db.LastPosition(); got != want || re.seq.Err() != nil {
-				t.Fatalf("rebuilt LastPosition = %d, sequencer error %v; want %d, nil", got, re.seq.Err(), want)
+			if got, want := re.LastPosition(), db.LastPosition(); got != want || re.local().seq.Err() != nil {
+				t.Fatalf("rebuilt LastPosition = %d, sequencer error %v; want %d, nil", got, re.local().seq.Err(), want)
 			}
 			if err := errors.Join(db.Close(), re.Close()); err != nil {
 				t.Fatal(err)

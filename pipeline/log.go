@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/rockline/rockline/internal/logentry"
-	"github.com/rockline/rockline/storage"
 )
 
 // LogEntry is one published commit: its dense position, commit time, the events the
@@ -73,77 +72,20 @@ func (db *DB) ReadLog(from uint64, limit int) ([]LogEntry, error) {
 	if limit < 1 || limit > maxReadLimit {
 		return nil, &ArgumentError{Op: "ReadLog", Arg: "limit", Reason: fmt.Sprintf("%d is not between 1 and %d", limit, maxReadLimit)}
 	}
-	if db.remote != nil {
-		return db.remoteReadLog(from, limit)
-	}
 	if db.closing.Load() {
 		return nil, ErrClosed
 	}
 	if from == 0 {
 		from = 1
 	}
-	if err := db.checkTruncated(from); err != nil {
-		return nil, err
+	es, err := db.eng.ReadLog(context.Background(), from, limit)
+	if n := len(es); n > 0 {
+		db.saw(es[n-1].Position)
 	}
-	last := db.seq.Published()
-	if from > last {
-		return nil, nil
+	if err != nil && db.closing.Load() {
+		return es, closedIfNot(err)
 	}
-	upto := min(last, from+uint64(limit)-1)
-	it, err := db.store.NewIterator(db.log, storage.IterOptions{Lower: logentry.Key(from), Upper: logentry.Key(upto + 1)})
-	if err != nil {
-		return nil, closedErr(err)
-	}
-	defer it.Close()
-	out := make([]LogEntry, 0, upto-from+1)
-	want := from
-	for it.First(); it.Valid(); it.Next() {
-		k, v, err := it.Item() // ErrClosed, not an empty key, when Close races
-		if err != nil {
-			return out, closedErr(err)
-		}
-		pos, err := logentry.ParseKey(k)
-		if err != nil {
-			return out, err
-		}
-		if pos != want {
-			return out, db.gapError(want, last)
-		}
-		e, err := decodeEntry(pos, v)
-		if err != nil {
-			return out, err
-		}
-		out = append(out, e)
-		want++
-	}
-	if err := it.Err(); err != nil {
-		return out, closedErr(err)
-	}
-	if want != upto+1 {
-		return out, db.gapError(want, last)
-	}
-	return out, nil
-}
-
-// checkTruncated fails with ErrLogTruncated when pos was removed by TruncateLog.
-func (db *DB) checkTruncated(pos uint64) error {
-	if t := db.truncated.Load(); pos < t {
-		return fmt.Errorf("%w: position %d, first kept %d", ErrLogTruncated, pos, t)
-	}
-	return nil
-}
-
-// gapError explains a published position missing from the log: a TruncateLog that
-// removed it after ReadLog began (ErrLogTruncated, as if it had been removed before), a
-// Close that cut the read short (ErrClosed), or else a damaged log (*CorruptEntryError).
-func (db *DB) gapError(missing, published uint64) error {
-	if err := db.checkTruncated(missing); err != nil {
-		return err
-	}
-	if db.closing.Load() {
-		return ErrClosed
-	}
-	return &CorruptEntryError{Position: missing, Reason: fmt.Sprintf("missing below the published position %d", published)}
+	return es, err
 }
 
 // Entry returns the published log entry at pos (1 or more: position 0 holds no entry
@@ -153,48 +95,10 @@ func (db *DB) Entry(pos uint64) (LogEntry, error) {
 	if pos == 0 {
 		return LogEntry{}, &ArgumentError{Op: "Entry", Arg: "pos", Reason: "0 is not a log position (the log starts at 1)"}
 	}
-	if db.remote != nil {
-		return db.remoteEntry(pos)
+	if db.closing.Load() {
+		return LogEntry{}, ErrClosed
 	}
-	es, err := db.ReadLog(pos, 1)
-	if err != nil {
-		return LogEntry{}, err
-	}
-	if len(es) == 0 {
-		return LogEntry{}, fmt.Errorf("rockline: log position %d: %w", pos, ErrNotFound)
-	}
-	return es[0], nil
-}
-
-// decodeEntry turns a stored entry into the public form; slices are copies.
-func decodeEntry(pos uint64, raw []byte) (LogEntry, error) {
-	e, err := logentry.Decode(pos, raw)
-	if err != nil {
-		return LogEntry{}, err
-	}
-	out := LogEntry{Position: e.Position, Time: time.Unix(0, e.Time), Filler: e.Filler}
-	if len(e.Events) > 0 {
-		out.Events = make([]RecordedEvent, len(e.Events))
-		for i, ev := range e.Events {
-			out.Events[i] = RecordedEvent{Stream: ev.Stream, Revision: ev.Revision, Position: pos, Index: i, Time: out.Time,
-				Event: Event{ID: ev.ID, Type: ev.Type, Data: ev.Data, Metadata: ev.Metadata}}
-		}
-	}
-	if len(e.Writes) > 0 {
-		out.Writes = make([]LogWrite, len(e.Writes))
-		for i, w := range e.Writes {
-			name, gen := storage.ParseQualifiedName(w.Family)
-			out.Writes[i] = LogWrite{Family: name, Generation: gen, Key: w.Key, Value: w.Value, Delete: w.Delete, Range: w.Range}
-		}
-	}
-	if len(e.Families) > 0 {
-		out.Families = make([]FamilyChange, len(e.Families))
-		for i, f := range e.Families {
-			name, gen := storage.ParseQualifiedName(f.Family)
-			out.Families[i] = FamilyChange{Family: name, Generation: gen, Dropped: f.Drop}
-		}
-	}
-	return out, nil
+	return db.eng.Entry(context.Background(), pos)
 }
 
 // LogIterator walks published log entries forward in pages. It sees positions
@@ -247,12 +151,7 @@ func (it *LogIterator) Err() error { return it.err }
 
 // FirstPosition returns the lowest log position still held: 1, or the position
 // TruncateLog cut the log below. Positions under it read as ErrLogTruncated.
-func (db *DB) FirstPosition() uint64 {
-	if db.remote != nil {
-		return db.remote.eng.FirstPosition()
-	}
-	return max(db.truncated.Load(), 1)
-}
+func (db *DB) FirstPosition() uint64 { return db.eng.FirstPosition() }
 
 // WaitForPosition returns once log position pos, and every position below it, is
 // published (at once if it already is), so an entry a reader found through a record
@@ -261,23 +160,32 @@ func (db *DB) FirstPosition() uint64 {
 // that stopped the database (ErrStopped) if it stops. A position nobody has been
 // assigned yet is waited for like any other.
 func (db *DB) WaitForPosition(ctx context.Context, pos uint64) error {
-	if db.remote != nil {
-		return db.remoteWaitForPosition(ctx, pos)
+	if db.last.Load() >= pos {
+		return nil
 	}
-	for {
-		changed := db.seq.Changed()
-		if db.seq.Published() >= pos {
-			return nil
-		}
-		if err := db.seq.Err(); err != nil {
-			return err
-		}
-		select {
-		case <-changed:
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-db.done:
-			return ErrClosed
-		}
+	if db.closing.Load() {
+		return ErrClosed
 	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stop := context.AfterFunc(db.closed, cancel) // Close ends the wait
+	defer stop()
+	err := db.eng.WaitForPosition(ctx, pos)
+	if err == nil {
+		db.saw(pos)
+		return nil
+	}
+	if db.closing.Load() {
+		return ErrClosed
+	}
+	return err
+}
+
+// closedIfNot returns err when it already matches ErrClosed, or err joined to it: a
+// read that failed while Close ran.
+func closedIfNot(err error) error {
+	if errors.Is(err, ErrClosed) {
+		return err
+	}
+	return fmt.Errorf("%w (%w)", ErrClosed, err)
 }

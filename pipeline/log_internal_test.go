@@ -1,7 +1,7 @@
 package pipeline
 
 // This file is an internal test: no public API writes a log entry's bytes, so it
-// corrupts one through db.store directly.
+// corrupts one through db.local().store directly.
 
 import (
 	"context"
@@ -55,15 +55,15 @@ func TestCorruptLogEntry(t *testing.T) {
 					t.Fatalf("append %d: %v", i, err)
 				}
 			}
-			good, err := db.store.Get(db.log, logentry.Key(bad), nil)
+			good, err := db.local().store.Get(db.local().log, logentry.Key(bad), nil)
 			if err != nil {
 				t.Fatal(err)
 			}
 			b := storage.NewBatch()
-			if err := b.Put(db.log, logentry.Key(bad), tc.corrupt(good)); err != nil {
+			if err := b.Put(db.local().log, logentry.Key(bad), tc.corrupt(good)); err != nil {
 				t.Fatal(err)
 			}
-			if err := db.store.Write(b); err != nil {
+			if err := db.local().store.Write(b); err != nil {
 				t.Fatal(err)
 			}
 

@@ -27,6 +27,7 @@ type metrics struct {
 	commits  metric.Int64Counter
 	retries  metric.Int64Counter
 	duration metric.Float64Histogram
+	meter    metric.Meter
 	reg      metric.Registration
 
 	stages    map[string][]metric.RecordOption // one option each, passed as opts... so no call allocates
@@ -35,16 +36,14 @@ type metrics struct {
 	policy    attribute.KeyValue
 }
 
-func newMetrics(db *DB, mp metric.MeterProvider) (*metrics, error) {
+// newMetrics makes the commit instruments of an engine whose policy (or name) is
+// policy; the gauges are registered by registerGauges once the front exists.
+func newMetrics(mp metric.MeterProvider, policy string) (*metrics, error) {
 	if mp == nil {
 		mp = otel.GetMeterProvider()
 	}
 	m := tracing.Meter(mp)
-	policy := db.cfg.Validation
-	if db.remote != nil {
-		policy = db.remote.name
-	}
-	out := &metrics{policy: tracing.AttrPolicy.String(policy), stages: map[string][]metric.RecordOption{}, outcomes: map[string][]metric.AddOption{}}
+	out := &metrics{meter: m, policy: tracing.AttrPolicy.String(policy), stages: map[string][]metric.RecordOption{}, outcomes: map[string][]metric.AddOption{}}
 	var err, e error
 	out.commits, e = m.Int64Counter(tracing.MetricCommits, metric.WithUnit("{commit}"), metric.WithDescription("Commits by policy and outcome (committed, or the error.type of the failure)."))
 	err = errors.Join(err, e)
@@ -60,13 +59,27 @@ func newMetrics(db *DB, mp metric.MeterProvider) (*metrics, error) {
 		out.outcomes[o] = []metric.AddOption{metric.WithAttributeSet(attribute.NewSet(out.policy, tracing.AttrOutcome.String(o)))}
 	}
 	out.retryOpts = []metric.AddOption{metric.WithAttributeSet(attribute.NewSet(out.policy))}
-	gauges, e := newGauges(m)
-	err = errors.Join(err, e)
 	if err != nil {
 		return nil, err
 	}
-	out.reg, err = m.RegisterCallback(func(ctx context.Context, o metric.Observer) error { return db.observe(o, gauges) }, gauges.instruments()...)
-	return out, err
+	return out, nil
+}
+
+// registerGauges registers the observable instruments, read from db once per
+// collection; unregister undoes it.
+func (m *metrics) registerGauges(db *DB) error {
+	g, err := newGauges(m.meter)
+	if err != nil {
+		return err
+	}
+	m.reg, err = m.meter.RegisterCallback(func(ctx context.Context, o metric.Observer) error { return db.observe(o, g) }, g.instruments()...)
+	return err
+}
+
+func (m *metrics) unregister() {
+	if m.reg != nil {
+		m.reg.Unregister()
+	}
 }
 
 func (m *metrics) stage(ctx context.Context, stage string, d time.Duration) {
@@ -135,50 +148,23 @@ func (g *gauges) instruments() []metric.Observable {
 	return []metric.Observable{g.queueDepth, g.poolBytes, g.pendingDrops, g.openTxns, g.lastPosition, g.immutable, g.memtable, g.l0, g.pendingCompaction, g.writeStopped, g.delayedRate, g.sst, g.live, g.blockCache, g.subs, g.subLag, g.flushed, g.compacted, g.stall}
 }
 
-// observe reports every gauge; on a closed database it reports nothing.
+// observe reports every gauge; on a closed database it reports nothing. The front
+// reports the log position and the subscriptions; an engine with gauges of its own
+// (the local engine's lanes, lock pool, transactions and RocksDB figures) reports
+// those.
 func (db *DB) observe(o metric.Observer, g *gauges) error {
 	if db.closing.Load() {
 		return nil
 	}
-	if db.remote != nil { // the engine's own figures are its to report
-		o.ObserveInt64(g.lastPosition, int64(db.remote.last.Load()))
-		n, lag := db.subscriptionLag()
-		o.ObserveInt64(g.subs, int64(n))
-		o.ObserveInt64(g.subLag, int64(lag))
-		return nil
+	if r, ok := db.eng.(interface {
+		observeGauges(metric.Observer, *gauges)
+	}); ok {
+		r.observeGauges(o, g)
+	} else {
+		o.ObserveInt64(g.lastPosition, int64(db.last.Load()))
 	}
-	for i := 0; i < db.lanes.Len(); i++ {
-		o.ObserveInt64(g.queueDepth, int64(db.lanes.QueueDepth(i)), metric.WithAttributes(tracing.AttrLane.Int(i)))
-	}
-	o.ObserveInt64(g.poolBytes, int64(db.val.PoolBytes()))
-	o.ObserveInt64(g.openTxns, int64(db.seq.OpenTransactions()))
-	o.ObserveInt64(g.lastPosition, int64(db.seq.Published()))
 	n, lag := db.subscriptionLag()
 	o.ObserveInt64(g.subs, int64(n))
 	o.ObserveInt64(g.subLag, int64(lag))
-	st, err := db.store.Stats()
-	if err != nil {
-		return nil // closed meanwhile
-	}
-	o.ObserveInt64(g.pendingDrops, st.PendingDrops)
-	stopped := int64(0)
-	if st.WriteStopped {
-		stopped = 1
-	}
-	o.ObserveInt64(g.writeStopped, stopped)
-	o.ObserveInt64(g.delayedRate, int64(st.DelayedWriteRate))
-	o.ObserveInt64(g.blockCache, int64(st.BlockCacheBytes))
-	o.ObserveInt64(g.flushed, int64(st.BytesFlushed))
-	o.ObserveInt64(g.compacted, int64(st.BytesCompacted))
-	o.ObserveFloat64(g.stall, float64(st.StallMicros)/1e6)
-	for _, f := range st.Families {
-		fam := metric.WithAttributes(tracing.AttrFamily.String(f.Name))
-		o.ObserveInt64(g.immutable, int64(f.ImmutableMemtables), fam)
-		o.ObserveInt64(g.memtable, int64(f.MemtableBytes), fam)
-		o.ObserveInt64(g.l0, int64(f.L0Files), fam)
-		o.ObserveInt64(g.pendingCompaction, int64(f.PendingCompactionBytes), fam)
-		o.ObserveInt64(g.sst, int64(f.SSTBytes), fam)
-		o.ObserveInt64(g.live, int64(f.LiveDataBytes), fam)
-	}
 	return nil
 }

@@ -15,15 +15,13 @@ func TestOwnWriteCollisions(t *testing.T) {
 	}
 	defer db.Close()
 	cf := db.Default()
-	f, err := db.checkFamily("test", cf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tx := db.Begin()
-	defer tx.Discard()
+	f := storageFamily(cf.f)
+	tx0 := db.Begin()
+	tx := tx0.local()
+	defer tx0.Discard()
 	const n, shared = 20, 42
 	for i := range n {
-		if err := tx.Put(cf, fmt.Appendf(nil, "k%02d", i), fmt.Appendf(nil, "v%d", i)); err != nil {
+		if err := tx0.Put(cf, fmt.Appendf(nil, "k%02d", i), fmt.Appendf(nil, "v%d", i)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -43,7 +41,7 @@ func TestOwnWriteCollisions(t *testing.T) {
 		t.Errorf("ownWrite(k03) under a fingerprint no write has = %d, true; want false", i)
 	}
 	// A later write of a key must win over its earlier one, indexed or not.
-	if err := tx.Put(cf, []byte("k05"), []byte("again")); err != nil {
+	if err := tx0.Put(cf, []byte("k05"), []byte("again")); err != nil {
 		t.Fatal(err)
 	}
 	tx.writes[len(tx.writes)-1] = shared

@@ -52,10 +52,10 @@ func TestRecordedSettings(t *testing.T) {
 	}
 	defer db.Close()
 	b := storage.NewBatch()
-	if err := b.Put(db.sys, metaCreatedWith, []byte(`{"validation":"parallel","surprise":1}`)); err != nil {
+	if err := b.Put(db.local().sys, metaCreatedWith, []byte(`{"validation":"parallel","surprise":1}`)); err != nil {
 		t.Fatal(err)
 	}
-	if err := db.store.Write(b); err != nil {
+	if err := db.local().store.Write(b); err != nil {
 		t.Fatal(err)
 	}
 	if _, _, err := db.RecordedSettings(); !errors.Is(err, ErrCorrupt) {

@@ -21,24 +21,29 @@ type Subscription struct {
 }
 
 // SubscribeOption configures Subscribe.
-type SubscribeOption func(*subscribeOptions)
+type SubscribeOption func(*SubscribeOptions)
 
-type subscribeOptions struct {
-	onLive func(live bool)
-	behind uint64
-	page   int
+// SubscribeOptions are Subscribe's options as an engine receives them.
+type SubscribeOptions struct {
+	// OnLive, when set, is called on the subscription's goroutine with true when the
+	// subscription has caught up and with false when it fell more than LagBound
+	// behind.
+	OnLive func(live bool)
+	// LagBound is how many positions behind a live subscription may fall before
+	// OnLive(false) (at least 1).
+	LagBound uint64
 }
 
 // OnLive registers fn, called on the subscription's goroutine with true when the
 // subscription has caught up with the published log (entries now arrive as they are
 // published) and with false when it has fallen more than the lag bound behind (see
 // WithLagBound) and is catching up from the log again.
-func OnLive(fn func(live bool)) SubscribeOption { return func(o *subscribeOptions) { o.onLive = fn } }
+func OnLive(fn func(live bool)) SubscribeOption { return func(o *SubscribeOptions) { o.OnLive = fn } }
 
 // WithLagBound sets how many positions behind a live subscription may fall before
 // OnLive(false) is reported (default 1024).
 func WithLagBound(n uint64) SubscribeOption {
-	return func(o *subscribeOptions) { o.behind = max(n, 1) }
+	return func(o *SubscribeOptions) { o.LagBound = max(n, 1) }
 }
 
 // Subscribe delivers every published entry with a position above after, in order,
@@ -51,7 +56,7 @@ func (db *DB) Subscribe(ctx context.Context, after uint64, handler func(LogEntry
 	if handler == nil {
 		return nil, &ArgumentError{Op: "Subscribe", Arg: "handler", Reason: "must not be nil"}
 	}
-	o := subscribeOptions{behind: 1024, page: 256}
+	o := SubscribeOptions{LagBound: 1024}
 	for _, opt := range opts {
 		opt(&o)
 	}
@@ -59,13 +64,31 @@ func (db *DB) Subscribe(ctx context.Context, after uint64, handler func(LogEntry
 	if err != nil {
 		return nil, err
 	}
-	if db.remote != nil {
-		return db.subscribeRemote(ctx, s, handler)
+	es, err := db.eng.Subscribe(ctx, after, func(e LogEntry) error {
+		handled, err := s.deliver(handler, e)
+		if handled {
+			db.saw(e.Position)
+		}
+		return err
+	}, o)
+	if err != nil {
+		db.removeSubscription(s)
+		return nil, err
 	}
-	go func() {
+	go func() { // owned by s: ends with the engine's subscription
 		defer db.removeSubscription(s)
 		defer close(s.done)
-		s.err = db.follow(ctx, s, handler, o)
+		select {
+		case <-es.Done():
+		case <-db.done:
+			es.Close()
+			s.err = ErrClosed
+			return
+		}
+		s.err = es.Wait()
+		if s.err != nil && db.closing.Load() {
+			s.err = ErrClosed
+		}
 	}()
 	return s, nil
 }
@@ -97,59 +120,6 @@ func (db *DB) removeSubscription(s *Subscription) {
 	delete(db.active, s)
 	db.subsMu.Unlock()
 	db.subs.Done()
-}
-
-// follow is the subscription's loop.
-func (db *DB) follow(ctx context.Context, s *Subscription, handler func(LogEntry) error, o subscribeOptions) error {
-	live := false
-	setLive := func(v bool) {
-		if live != v {
-			live = v
-			if o.onLive != nil {
-				o.onLive(v)
-			}
-		}
-	}
-	for {
-		if ctx.Err() != nil {
-			return nil
-		}
-		changed := db.seq.Changed() // before reading Published, so no publication is missed
-		last, pos := db.seq.Published(), s.pos.Load()
-		if pos < last {
-			if live && last-pos > o.behind {
-				setLive(false)
-			}
-			// Entries read before an error (a corrupt entry) are delivered first.
-			entries, err := db.ReadLog(pos+1, int(min(uint64(o.page), last-pos)))
-			for _, e := range entries {
-				if ctx.Err() != nil {
-					return nil
-				}
-				if _, err := s.deliver(handler, e); err != nil {
-					return err
-				}
-			}
-			if err != nil {
-				if errors.Is(err, ErrClosed) || db.closing.Load() {
-					return ErrClosed
-				}
-				return err
-			}
-			continue
-		}
-		if err := db.seq.Err(); err != nil {
-			return err
-		}
-		setLive(true)
-		select {
-		case <-changed:
-		case <-ctx.Done():
-			return nil
-		case <-db.done:
-			return ErrClosed
-		}
-	}
 }
 
 // Position returns the position of the last entry handled: the handler returned nil
@@ -221,12 +191,7 @@ type subscriptions struct {
 // subscriptionLag returns how many running subscriptions there are and the largest
 // number of published positions one of them has not handled yet.
 func (db *DB) subscriptionLag() (n int, lag uint64) {
-	var published uint64
-	if db.remote != nil {
-		published = db.remote.last.Load() // the last position the DB saw
-	} else {
-		published = db.seq.Published()
-	}
+	published := db.last.Load()
 	db.subsMu.Lock()
 	defer db.subsMu.Unlock()
 	for s := range db.active {

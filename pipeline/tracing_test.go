@@ -105,6 +105,7 @@ func TestSpans(t *testing.T) {
 				"rockline.policy":   pol,
 				"rockline.inline":   false,
 				"rockline.keys":     int64(3),
+				"rockline.events":   int64(0),
 				"rockline.reads":    int64(0),
 				"rockline.lane":     int64(0),
 				"rockline.position": int64(pos),

@@ -4,50 +4,35 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"slices"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/rockline/rockline/storage"
-	"github.com/rockline/rockline/validators"
+	"github.com/rockline/rockline/tracing"
 )
 
 // Txn is an optimistic transaction. It reads a consistent snapshot (every commit
 // published before Begin, and possibly commits that were completing concurrently with
-// it; with Config.Sync only commits already durable) merged with its own buffered writes, and buffers its writes in Go until Commit.
-// A Txn is single-use and not safe for concurrent use: after Commit, CommitInline or
-// Discard every method returns ErrTxnDone.
+// it; with Config.Sync only commits already durable) merged with its own buffered
+// writes, and buffers its writes until Commit. A Txn is single-use and not safe for
+// concurrent use: after Commit, CommitInline or Discard every method returns
+// ErrTxnDone.
 //
 // Keys read with Get (and keys returned by an iterator) are tracked: the commit fails
 // with ErrConflict if any of them, or any key the transaction writes, was written by
 // another commit after Begin. That prevents lost updates and write skew.
 type Txn struct {
 	db      *DB
+	eng     EngineTxn
+	ctx     context.Context // bounds the engine's reads: Update's, or Background
 	readPos uint64
-	snap    *storage.Snapshot
-	view    *view // under Config.Sync: the shared view snap belongs to (released through the sequencer)
 	err     error // set when Begin failed
 	done    bool
-
-	bufs    *txnBuffers // where the buffers below came from and go back to
-	batch   *storage.Batch
-	ops     []validators.Op
-	writes  []uint64 // fingerprints, one per op
-	reads   []uint64
-	arena   []byte
-	index   map[uint64]int32 // write fingerprint -> latest op with it (pooled, empty)
-	indexed bool             // index is built; see ownWrite
-	events  []txnEvent
-	// streamEvents counts the events added with a stream (AddStreamEvents).
-	streamEvents int
-	// readFams are the droppable families read with tracking (see noteRead).
-	readFams []*storage.Family
-	// positioned are the PutAtCommit writes, made at commit (see positioned.go).
-	positioned []positionedPut
-	// ranges are the DeleteRange deletions, written after the other writes (ranges.go).
-	ranges []rangeDelete
-
-	// rt is set in a transaction of a DB opened with OpenEngine (remote_txn.go); the
-	// fields from snap to ranges are the local engine's and unused then.
-	rt *remoteTxn
+	writes  int // Puts and Deletes buffered
+	events  int // events added
 }
 
 // Begin starts a transaction at the current published log position. It never fails
@@ -57,33 +42,18 @@ func (db *DB) Begin() *Txn { return db.begin(context.Background()) }
 
 // begin is Begin; ctx bounds a remote engine's reads (the local engine's need none).
 func (db *DB) begin(ctx context.Context) *Txn {
-	if db.remote != nil {
-		return db.beginRemote(ctx)
-	}
-	t := &Txn{db: db}
+	t := &Txn{db: db, ctx: ctx}
 	if db.closing.Load() {
 		t.err, t.done = ErrClosed, true
 		return t
 	}
-	var err error
-	if t.readPos, t.view, err = db.seq.AcquireView(); err != nil {
+	et, err := db.eng.Begin(ctx)
+	if err != nil {
 		t.err, t.done = err, true
 		return t
 	}
-	if t.view != nil {
-		t.snap = t.view.snap // Config.Sync: the durable view (view.go)
-	} else {
-		snap, err := db.store.NewSnapshot()
-		if err != nil {
-			db.seq.Release(t.readPos)
-			t.err, t.done = closedErr(err), true
-			return t
-		}
-		t.snap = snap
-	}
-	b := getBuffers()
-	t.bufs = b
-	t.batch, t.arena, t.ops, t.writes, t.reads, t.index, t.readFams, t.positioned = b.batch, b.arena, b.ops, b.writes, b.reads, b.index, b.fams, b.positioned
+	t.eng, t.readPos = et, et.ReadPosition()
+	db.saw(t.readPos)
 	return t
 }
 
@@ -113,6 +83,13 @@ func checkKey(op string, key []byte) error {
 	return nil
 }
 
+func checkValue(op string, value []byte) error {
+	if len(value) > storage.MaxValueSize {
+		return &ArgumentError{Op: op, Arg: "value", Reason: fmt.Sprintf("%d bytes exceeds the limit of %d", len(value), storage.MaxValueSize), Err: storage.ErrTooLarge}
+	}
+	return nil
+}
+
 // Get returns the value of key in cf as the transaction sees it, or ErrNotFound. The
 // read is tracked for conflicts. The returned slice is the caller's.
 func (t *Txn) Get(cf *ColumnFamily, key []byte) ([]byte, error) {
@@ -129,154 +106,192 @@ func (t *Txn) get(op string, cf *ColumnFamily, key []byte, track bool) ([]byte, 
 	if err := t.usable(); err != nil {
 		return nil, err
 	}
-	if t.rt != nil {
-		return t.remoteGet(op, cf, key, track)
-	}
-	f, err := t.db.checkFamily(op, cf)
+	f, err := t.db.family(op, cf)
 	if err != nil {
 		return nil, err
 	}
 	if err := checkKey(op, key); err != nil {
 		return nil, err
 	}
-	fp := t.db.fp.Of(f.ID(), key)
-	if track {
-		t.reads = append(t.reads, fp)
-		t.noteRead(f)
+	v, found, err := t.eng.Get(t.ctx, f, key, track)
+	if err != nil {
+		return nil, err
 	}
-	if i, ok := t.ownWrite(f, key, fp); ok {
-		if t.ops[i].Delete {
-			return nil, ErrNotFound
-		}
-		return bytes.Clone(t.ops[i].Value), nil
+	if !found {
+		return nil, ErrNotFound
 	}
-	v, err := t.db.store.Get(f, key, t.snap)
-	return v, readErr(f, err)
+	return v, nil
 }
 
-// noteRead remembers a family the transaction read with tracking, so the commit can
-// claim it: a tracked read of a family dropped before the commit fails the commit, as
-// a write to it would (the drop removed every key the read saw). Families that cannot
-// be dropped (the default family, rockline's own) are not noted.
-func (t *Txn) noteRead(f *storage.Family) {
-	if f.Name() == storage.DefaultFamily || isReserved(f.Name()) || slices.Contains(t.readFams, f) {
-		return
-	}
-	t.readFams = append(t.readFams, f)
-}
-
-// ownWrite finds the latest buffered write of key in f, whose fingerprint is fp. Short
-// write sets are scanned; longer ones get an index from fingerprint to the latest op
-// with it, built on first use and kept up to date by write. A fingerprint shared by
-// two keys (a collision) falls back to the scan, so the answer is always exact.
-func (t *Txn) ownWrite(f *storage.Family, key []byte, fp uint64) (int, bool) {
-	if len(t.ops) <= 8 && !t.indexed {
-		return t.scanWrites(f, key, fp)
-	}
-	if !t.indexed {
-		for i, w := range t.writes {
-			t.index[w] = int32(i)
-		}
-		t.indexed = true
-	}
-	i, ok := t.index[fp]
-	if !ok {
-		return 0, false
-	}
-	if op := t.ops[i]; op.Family == f && bytes.Equal(op.Key, key) {
-		return int(i), true
-	}
-	return t.scanWrites(f, key, fp)
-}
-
-// scanWrites is ownWrite by a backward scan.
-func (t *Txn) scanWrites(f *storage.Family, key []byte, fp uint64) (int, bool) {
-	for i := len(t.ops) - 1; i >= 0; i-- {
-		if t.writes[i] == fp && t.ops[i].Family == f && bytes.Equal(t.ops[i].Key, key) {
-			return i, true
-		}
-	}
-	return 0, false
-}
-
-// Put buffers key=value in cf. The key must be 1..64 KiB and the value at most 1 GiB
-// (storage.MaxKeySize, storage.MaxValueSize); key and value are copied.
-func (t *Txn) Put(cf *ColumnFamily, key, value []byte) error {
-	return t.write("Txn.Put", cf, key, value, false)
-}
-
-// Delete buffers a deletion of key in cf.
-func (t *Txn) Delete(cf *ColumnFamily, key []byte) error {
-	return t.write("Txn.Delete", cf, key, nil, true)
-}
-
-// writable checks the transaction, family and key of a write and returns the family.
-func (t *Txn) writable(op string, cf *ColumnFamily, key []byte) (*storage.Family, error) {
+// writable checks the transaction, the database and the family of a write and
+// returns the engine's family.
+func (t *Txn) writable(op string, cf *ColumnFamily) (EngineFamily, error) {
 	if err := t.usable(); err != nil {
 		return nil, err
 	}
 	if err := t.db.writable(); err != nil {
 		return nil, err
 	}
-	f, err := t.db.checkFamily(op, cf)
-	if err != nil {
-		return nil, err
-	}
-	if f.Dropped() {
-		return nil, &DroppedError{Family: f.Name()}
-	}
-	return f, checkKey(op, key)
+	return t.db.family(op, cf)
 }
 
-func (t *Txn) write(op string, cf *ColumnFamily, key, value []byte, del bool) error {
-	if t.rt != nil {
-		if err := t.usable(); err != nil {
-			return err
-		}
-		return t.remoteWrite(op, cf, key, value, del)
-	}
-	f, err := t.writable(op, cf, key)
+// Put buffers key=value in cf. The key must be 1..64 KiB and the value at most 1 GiB
+// (storage.MaxKeySize, storage.MaxValueSize); key and value are copied.
+func (t *Txn) Put(cf *ColumnFamily, key, value []byte) error {
+	const op = "Txn.Put"
+	f, err := t.writable(op, cf)
 	if err != nil {
 		return err
 	}
-	if len(t.ranges) > 0 {
-		if err := t.inDeletedRange(op, f, key); err != nil {
-			return err
-		}
+	if err := checkKey(op, key); err != nil {
+		return err
 	}
-	if len(value) > storage.MaxValueSize {
-		return &ArgumentError{Op: op, Arg: "value", Reason: fmt.Sprintf("%d bytes exceeds the limit of %d", len(value), storage.MaxValueSize), Err: storage.ErrTooLarge}
+	if err := checkValue(op, value); err != nil {
+		return err
 	}
-	if del {
-		err = t.batch.Delete(f, key)
-	} else {
-		err = t.batch.Put(f, key, value)
+	if err := t.eng.Put(f, key, value); err != nil {
+		return err
 	}
-	if err != nil {
-		return t.mapBatchErr(f, err)
-	}
-	start := len(t.arena)
-	t.arena = append(t.arena, key...)
-	t.arena = append(t.arena, value...)
-	k := t.arena[start : start+len(key) : start+len(key)]
-	var v []byte
-	if !del {
-		v = t.arena[start+len(key) : len(t.arena) : len(t.arena)]
-	}
-	t.ops = append(t.ops, validators.Op{Family: f, Key: k, Value: v, Delete: del})
-	fp := t.db.fp.Of(f.ID(), key)
-	t.writes = append(t.writes, fp)
-	if t.indexed {
-		t.index[fp] = int32(len(t.ops) - 1)
-	}
+	t.writes++
 	return nil
 }
 
-func (t *Txn) mapBatchErr(f *storage.Family, err error) error {
-	if f.Dropped() {
-		return &DroppedError{Family: f.Name()}
+// Delete buffers a deletion of key in cf.
+func (t *Txn) Delete(cf *ColumnFamily, key []byte) error {
+	const op = "Txn.Delete"
+	f, err := t.writable(op, cf)
+	if err != nil {
+		return err
 	}
-	return err
+	if err := checkKey(op, key); err != nil {
+		return err
+	}
+	if err := t.eng.Delete(f, key); err != nil {
+		return err
+	}
+	t.writes++
+	return nil
+}
+
+// DeleteRange buffers the deletion of every key of cf in [start, end), as one RocksDB
+// range tombstone on the local engine: the cheap way to delete many keys at once. It
+// is part of the commit as any write is (the same atomic batch, and the log entry's
+// writes, so Replay and Rebuild reproduce it), with three differences: it is not
+// checked for conflicts (a key another commit writes inside the range meanwhile is
+// deleted or not by commit order), the transaction's own reads do not see it, and a
+// transaction may not also Put or Delete a key inside a range it deletes (an
+// *ArgumentError, from whichever call comes second), so the order of the calls never
+// matters. start must not be after end; both are copied. Engines that cannot delete
+// a range atomically refuse it with a *NotSupportedError.
+func (t *Txn) DeleteRange(cf *ColumnFamily, start, end []byte) error {
+	const op = "Txn.DeleteRange"
+	if err := t.usable(); err != nil {
+		return err
+	}
+	rd, ok := t.eng.(EngineRangeDeleter)
+	if !ok {
+		return t.db.notSupported(op)
+	}
+	f, err := t.writable(op, cf)
+	if err != nil {
+		return err
+	}
+	if err := checkKey(op, start); err != nil {
+		return err
+	}
+	if err := checkKey(op, end); err != nil {
+		return err
+	}
+	if bytes.Compare(start, end) > 0 {
+		return &ArgumentError{Op: op, Arg: "start", Reason: fmt.Sprintf("%q is after the range end %q", start, end)}
+	}
+	return rd.DeleteRange(f, start, end)
+}
+
+// PutAtCommit buffers a put of key in cf whose value is made at commit by value, from
+// payload and the commit's log position. The write is part of the commit as any Put
+// is: in the same atomic batch, and in the log entry's writes (after the Puts and
+// Deletes), so Replay and Rebuild reproduce it. Unlike a Put it is not checked for
+// conflicts, and the transaction's own reads (Get, iterators) do not see it; a layer
+// uses it for records whose key is owned by a write that is checked (the event store
+// writes a stream's head with Put and the head's new events with PutAtCommit). A
+// transaction with only PutAtCommit writes still gets a position. key and payload are
+// copied; key and the value made must fit storage.MaxKeySize and storage.MaxValueSize
+// (a value over the limit fails the commit with an *ArgumentError).
+func (t *Txn) PutAtCommit(cf *ColumnFamily, key, payload []byte, value PositionedValue) error {
+	const op = "Txn.PutAtCommit"
+	f, err := t.writable(op, cf)
+	if err != nil {
+		return err
+	}
+	if err := checkKey(op, key); err != nil {
+		return err
+	}
+	if value == nil {
+		return &ArgumentError{Op: op, Arg: "value", Reason: "must not be nil"}
+	}
+	return t.eng.PutAtCommit(f, key, payload, value)
+}
+
+// AddEvents attaches events to the transaction's log entry. They are recorded at the
+// commit's log position, in order, and delivered to subscribers; a transaction with
+// events but no writes still gets a position. Every event is checked first; on an
+// *ArgumentError none is added.
+func (t *Txn) AddEvents(events ...Event) error {
+	if err := t.usable(); err != nil {
+		return err
+	}
+	if err := t.db.writable(); err != nil {
+		return err
+	}
+	if err := CheckEvents("Txn.AddEvents", events); err != nil {
+		return err
+	}
+	if err := t.eng.AddEvents("", 0, events); err != nil {
+		return err
+	}
+	t.events += len(events)
+	return nil
+}
+
+// AddStreamEvents attaches events to the transaction's log entry, as AddEvents does,
+// recorded as the events of stream at revisions first, first+1, and so on: every
+// reader then hands them out with that stream and revision. It is the hook of a layer
+// that keeps streams (package eventstore): the core records the names and revisions
+// it is given and checks neither against anything. stream must not be empty; every
+// event is checked first, and on an *ArgumentError none is added.
+func (t *Txn) AddStreamEvents(stream string, first uint64, events ...Event) error {
+	const op = "Txn.AddStreamEvents"
+	if err := t.usable(); err != nil {
+		return err
+	}
+	if err := t.db.writable(); err != nil {
+		return err
+	}
+	if stream == "" {
+		return &ArgumentError{Op: op, Arg: "stream", Reason: "must not be empty"}
+	}
+	if err := CheckEvents(op, events); err != nil {
+		return err
+	}
+	if err := t.eng.AddEvents(stream, first, events); err != nil {
+		return err
+	}
+	t.events += len(events)
+	return nil
+}
+
+// EventCount returns the number of events the transaction carries so far: the index,
+// within the commit's log entry, that the next event added will have.
+func (t *Txn) EventCount() int { return t.events }
+
+// Len returns the number of Puts and Deletes buffered (0 once the transaction is
+// done).
+func (t *Txn) Len() int {
+	if t.done {
+		return 0
+	}
+	return t.writes
 }
 
 // Discard ends the transaction without committing. It is safe to call more than once
@@ -286,38 +301,123 @@ func (t *Txn) Discard() {
 		return
 	}
 	t.done = true
-	t.release()
+	t.eng.Discard()
 }
 
-// release returns the transaction's read position and snapshot, and its buffers to
-// the pool. Nothing outside the Txn holds the buffers by then: the validator has
-// returned, and Get and iterators hand out copies.
-func (t *Txn) release() {
-	if t.rt != nil {
-		t.rt.eng.Discard()
+// NewIterator opens an iterator on cf. Position it with First or Seek.
+func (t *Txn) NewIterator(cf *ColumnFamily, o IterOptions) (*Iterator, error) {
+	const op = "Txn.NewIterator"
+	if err := t.usable(); err != nil {
+		return nil, err
+	}
+	f, err := t.db.family(op, cf)
+	if err != nil {
+		return nil, err
+	}
+	it, err := t.eng.NewIterator(t.ctx, f, o)
+	if err != nil {
+		return nil, err
+	}
+	return &Iterator{eng: it}, nil
+}
+
+// Commit hands the transaction to the engine and waits for the outcome. On the local
+// engine it goes to a commit lane (when the lane is idle, its work runs on the
+// caller's goroutine, saving two hand-offs; the outcome and the lane's order are the
+// same); while the lane is full it blocks until ctx ends, then returns ctx.Err() with
+// nothing written, and a commit whose ctx ends while it waits in the queue is skipped
+// with ctx.Err(). Once validation has begun the outcome is reported whatever ctx does.
+// It returns nil once the commit is written and its log position published, so a
+// transaction begun after Commit returns sees it. Errors: ErrConflict, ErrTxnTooOld,
+// ErrTxnDone, ErrClosed, ErrColumnFamilyDropped, a Check's error, a storage error. The
+// transaction is done whatever the outcome.
+func (t *Txn) Commit(ctx context.Context) error {
+	_, err := t.commit(ctx, false)
+	return err
+}
+
+// CommitInline runs the same stages as Commit on the caller's goroutine, concurrently
+// with the lanes (no lane span, no queue). It was called CommitSync; "sync" in rockline
+// now means only what it means to Pebble and bbolt, an fsync (Config.Sync). Engines
+// without lanes commit as Commit does.
+func (t *Txn) CommitInline() error {
+	_, err := t.commit(context.Background(), true)
+	return err
+}
+
+// CommitInlineContext is CommitInline with a context: its span becomes the parent of the
+// commit's spans, and a context that has already ended fails the commit with its
+// error before validation.
+func (t *Txn) CommitInlineContext(ctx context.Context) error {
+	_, err := t.commit(ctx, true)
+	return err
+}
+
+// CommitPosition is Commit that also returns the commit's log position (0 when the
+// transaction wrote nothing and carried no events).
+func (t *Txn) CommitPosition(ctx context.Context) (uint64, error) {
+	return t.commit(ctx, false)
+}
+
+// inlineCommitter is an EngineTxn with a commit on the caller's goroutine beside
+// its ordinary one (the local engine's, which skips the lanes).
+type inlineCommitter interface {
+	commitInline(ctx context.Context) (uint64, error)
+}
+
+// commit is every Commit variant: the rockline.commit span and the commit metrics
+// around the engine's commit (the local engine's stages, in local_commit.go, are
+// spans under it). The transaction is done whatever the outcome.
+func (t *Txn) commit(ctx context.Context, inline bool) (pos uint64, err error) {
+	if err := t.usable(); err != nil {
+		return 0, err
+	}
+	t.done = true
+	db := t.db
+	defer t.eng.Discard()
+	ctx, span := db.tracer.Start(ctx, tracing.SpanCommit)
+	if span.IsRecording() {
+		span.SetAttributes(
+			tracing.AttrPolicy.String(db.name),
+			tracing.AttrInline.Bool(inline),
+			tracing.AttrKeys.Int(t.writes),
+			tracing.AttrEvents.Int(t.events),
+		)
+	}
+	start := time.Now()
+	defer func() {
+		endCommitSpan(span, pos, err)
+		db.metrics.outcome(ctx, err)
+		db.metrics.stage(ctx, stageTotal, time.Since(start))
+	}()
+	if db.closing.Load() {
+		return 0, ErrClosed
+	}
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	if ic, ok := t.eng.(inlineCommitter); ok && inline {
+		pos, err = ic.commitInline(ctx)
+	} else {
+		pos, err = t.eng.Commit(ctx)
+	}
+	if err != nil {
+		return 0, err
+	}
+	db.saw(pos)
+	return pos, nil
+}
+
+func endCommitSpan(span trace.Span, pos uint64, err error) {
+	if !span.IsRecording() {
+		span.End()
 		return
 	}
-	switch {
-	case t.view != nil:
-		t.db.seq.ReleaseView(t.readPos, t.view)
-		t.view, t.snap = nil, nil
-	case t.snap != nil:
-		t.snap.Release()
-		t.snap = nil
-		t.db.seq.Release(t.readPos)
+	if err != nil {
+		span.SetStatus(codes.Error, err.Error())
+		span.SetAttributes(tracing.AttrOutcome.String(tracing.OutcomeFailed), tracing.AttrErrorType.String(errorType(err)))
+	} else {
+		span.SetAttributes(tracing.AttrOutcome.String(tracing.OutcomeCommitted), attribute.Int64(string(tracing.AttrPosition), int64(pos)))
 	}
-	if t.batch != nil {
-		b := t.bufs
-		b.batch, b.arena, b.ops, b.writes, b.reads, b.index, b.fams, b.positioned = t.batch, t.arena, t.ops, t.writes, t.reads, t.index, t.readFams, t.positioned
-		putBuffers(b)
-		t.bufs, t.batch, t.arena, t.ops, t.writes, t.reads, t.index, t.indexed, t.readFams, t.positioned = nil, nil, nil, nil, nil, nil, nil, false, nil, nil
-	}
-}
-
-// Len returns the number of buffered writes (0 once the transaction is done).
-func (t *Txn) Len() int {
-	if t.rt != nil && !t.done {
-		return t.rt.writes
-	}
-	return len(t.ops)
+	span.End()
 }

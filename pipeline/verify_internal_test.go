@@ -26,7 +26,7 @@ func TestVerify(t *testing.T) {
 			}
 		}},
 		{"corrupt entry", func(t *testing.T, db *DB) {
-			rawPut(t, db, db.log, logentry.Key(3), []byte("not an entry"))
+			rawPut(t, db, db.local().log, logentry.Key(3), []byte("not an entry"))
 		}, func(t *testing.T, r VerifyReport) {
 			if r.CorruptEntries != 1 || r.Entries != r.LastPosition-1 || r.StateChecked || !strings.Contains(r.StateSkipped, "corrupt") ||
 				len(r.Problems) != 1 || !strings.Contains(r.Problems[0], "position 3") {
@@ -34,7 +34,7 @@ func TestVerify(t *testing.T) {
 			}
 		}},
 		{"key the log never wrote", func(t *testing.T, db *DB) {
-			f, err := db.store.Family("accounts")
+			f, err := db.local().store.Family("accounts")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -45,7 +45,7 @@ func TestVerify(t *testing.T) {
 			}
 		}},
 		{"changed value", func(t *testing.T, db *DB) {
-			f, err := db.store.Family("accounts")
+			f, err := db.local().store.Family("accounts")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -160,7 +160,7 @@ func rawPut(t *testing.T, db *DB, f *storage.Family, key, value []byte) {
 	if err := b.Put(f, key, value); err != nil {
 		t.Fatal(err)
 	}
-	if err := db.store.Write(b); err != nil {
+	if err := db.local().store.Write(b); err != nil {
 		t.Fatal(err)
 	}
 }

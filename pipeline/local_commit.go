@@ -64,7 +64,6 @@ import (
 	"slices"
 	"time"
 
-	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
@@ -75,64 +74,28 @@ import (
 	"github.com/rockline/rockline/validators"
 )
 
-// Commit hands the transaction to a commit lane and waits for the outcome (when the
-// lane is idle, its work runs on the caller's goroutine, saving two hand-offs; the
-// outcome and the lane's order are the same). While the
-// lane is full it blocks until ctx ends, then returns ctx.Err() with nothing written;
-// a commit whose ctx ends while it waits in the queue is skipped with ctx.Err(). Once
-// validation has begun the outcome is reported whatever ctx does. It returns nil once
-// the commit is written and its log position published, so a transaction begun after
-// Commit returns sees it. Errors: ErrConflict, ErrTxnTooOld, ErrTxnDone, ErrClosed,
-// ErrColumnFamilyDropped, a Check's error, a storage error. The transaction is done
-// whatever the outcome.
-func (t *Txn) Commit(ctx context.Context) error {
-	_, err := t.commit(ctx, false)
-	return err
-}
+// Commit is EngineTxn.Commit: the stages above, through a commit lane. The front
+// started rockline.commit in ctx and records the outcome and total duration.
+func (t *localTxn) Commit(ctx context.Context) (uint64, error) { return t.commit(ctx, false) }
 
-// CommitInline runs the same stages as Commit on the caller's goroutine, concurrently
-// with the lanes (no lane span, no queue). It was called CommitSync; "sync" in rockline
-// now means only what it means to Pebble and bbolt, an fsync (Config.Sync).
-func (t *Txn) CommitInline() error {
-	_, err := t.commit(context.Background(), true)
-	return err
-}
+// commitInline is the commit on the caller's goroutine (Txn.CommitInline): the same
+// stages, concurrently with the lanes, without the lane's span or queue.
+func (t *localTxn) commitInline(ctx context.Context) (uint64, error) { return t.commit(ctx, true) }
 
-// CommitInlineContext is CommitInline with a context: its span becomes the parent of the
-// commit's spans, and a context that has already ended fails the commit with its
-// error before validation.
-func (t *Txn) CommitInlineContext(ctx context.Context) error {
-	_, err := t.commit(ctx, true)
-	return err
-}
-
-// CommitPosition is Commit that also returns the commit's log position (0 when the
-// transaction wrote nothing and carried no events).
-func (t *Txn) CommitPosition(ctx context.Context) (uint64, error) {
-	return t.commit(ctx, false)
-}
-
-// commit is every Commit variant: it runs the stages in the header above and reports
-// the commit's position (0 for a transaction that wrote nothing and carried no
-// events). The transaction is done, and its buffers released, whatever the outcome.
-func (t *Txn) commit(ctx context.Context, inline bool) (pos uint64, err error) {
-	if err := t.usable(); err != nil {
-		return 0, err
-	}
-	if t.rt != nil {
-		return t.commitRemote(ctx)
+// commit runs the stages in the header above and reports the commit's position (0 for
+// a transaction that wrote nothing and carried no events). The transaction is done,
+// and its buffers released, whatever the outcome.
+func (t *localTxn) commit(ctx context.Context, inline bool) (pos uint64, err error) {
+	if t.done {
+		return 0, ErrTxnDone
 	}
 	t.done = true
 	defer t.release()
 	db := t.db
-	ctx, span := db.startCommitSpan(ctx, t, inline)
-	start := time.Now()
-	defer func() {
-		endCommitSpan(span, pos, err)
-		db.metrics.outcome(ctx, err)
-		db.metrics.stage(ctx, stageTotal, time.Since(start))
-	}()
-
+	span := trace.SpanFromContext(ctx)
+	if span.IsRecording() {
+		span.SetAttributes(tracing.AttrReads.Int(len(t.reads)), tracing.AttrBytes.Int(t.batch.Size()))
+	}
 	c := t.record()
 	claimed, err := t.claim() // admit
 	if err != nil {
@@ -153,25 +116,9 @@ func (t *Txn) commit(ctx context.Context, inline bool) (pos uint64, err error) {
 	return pos, db.publish(ctx, pos)
 }
 
-// startCommitSpan starts rockline.commit; its attributes are built only for a span
-// that keeps them.
-func (db *DB) startCommitSpan(ctx context.Context, t *Txn, inline bool) (context.Context, trace.Span) {
-	ctx, span := db.tracer.Start(ctx, tracing.SpanCommit)
-	if span.IsRecording() {
-		span.SetAttributes(
-			tracing.AttrPolicy.String(db.val.Policy()),
-			tracing.AttrInline.Bool(inline),
-			tracing.AttrKeys.Int(len(t.ops)),
-			tracing.AttrReads.Int(len(t.reads)),
-			tracing.AttrBytes.Int(t.batch.Size()),
-		)
-	}
-	return ctx, span
-}
-
 // commitInline validates and writes c on the caller's goroutine, holding the gate so
 // Close waits for it.
-func (db *DB) commitInline(ctx context.Context, c *validators.Commit) (uint64, error) {
+func (db *localDB) commitInline(ctx context.Context, c *validators.Commit) (uint64, error) {
 	if err := db.enter(); err != nil {
 		return 0, err
 	}
@@ -182,7 +129,7 @@ func (db *DB) commitInline(ctx context.Context, c *validators.Commit) (uint64, e
 // commitInLane hands c to a lane (or runs the lane's work here when it is idle) and
 // waits for its outcome. A full lane blocks until ctx ends; a closed one fails with
 // ErrClosed, nothing written.
-func (db *DB) commitInLane(ctx context.Context, span trace.Span, c *validators.Commit) (uint64, error) {
+func (db *localDB) commitInLane(ctx context.Context, span trace.Span, c *validators.Commit) (uint64, error) {
 	tk := &task{ctx: ctx, c: c, done: make(chan struct{}), queuedAt: time.Now()}
 	tk.queued = db.stageSpan(ctx, tracing.SpanLaneWait)
 	var afterSubmit func(lane int) // a test hook (internal/testhooks)
@@ -212,7 +159,7 @@ func (db *DB) commitInLane(ctx context.Context, span trace.Span, c *validators.C
 }
 
 // publish waits until pos, and every position below it, is published.
-func (db *DB) publish(ctx context.Context, pos uint64) error {
+func (db *localDB) publish(ctx context.Context, pos uint64) error {
 	if pos == 0 {
 		return nil
 	}
@@ -234,7 +181,7 @@ func (db *DB) publish(ctx context.Context, pos uint64) error {
 // (A tracked read of a dropped family fails the commit because optimistic validation
 // asks whether what the transaction read still holds at commit, and a drop removed
 // every key of the family.)
-func (t *Txn) claim() ([]*storage.Family, error) {
+func (t *localTxn) claim() ([]*storage.Family, error) {
 	var claimed []*storage.Family
 	take := func(f *storage.Family) error {
 		if slices.Contains(claimed, f) {
@@ -279,7 +226,7 @@ func release(claimed []*storage.Family) {
 }
 
 // record builds the validator's view of the transaction.
-func (t *Txn) record() *validators.Commit {
+func (t *localTxn) record() *validators.Commit {
 	return &validators.Commit{
 		ReadPos:   t.readPos,
 		Reads:     t.reads,
@@ -294,7 +241,7 @@ func (t *Txn) record() *validators.Commit {
 // encodeEntry is the transaction's Env.Entry: it encodes the log entry with every event
 // and write, and adds to b (after the ops it holds) the DeleteRange deletions and the
 // PutAtCommit writes, which need the position.
-func (t *Txn) encodeEntry(b *storage.Batch, dst []byte, pos uint64, unixNano int64) ([]byte, error) {
+func (t *localTxn) encodeEntry(b *storage.Batch, dst []byte, pos uint64, unixNano int64) ([]byte, error) {
 	var enc logentry.Encoder
 	if t.streamEvents > 0 {
 		enc = logentry.NewStreamEncoder(dst, pos, unixNano, len(t.events), len(t.ops)+len(t.ranges)+len(t.positioned))
@@ -326,7 +273,7 @@ func (t *Txn) encodeEntry(b *storage.Batch, dst []byte, pos uint64, unixNano int
 }
 
 // validate runs the validator on one commit with its stage spans and metrics.
-func (db *DB) validate(ctx context.Context, c *validators.Commit) (uint64, error) {
+func (db *localDB) validate(ctx context.Context, c *validators.Commit) (uint64, error) {
 	st := db.newStageTrace(ctx, c)
 	pos, err := db.val.Commit(ctx, c)
 	st.finish(err)
@@ -338,7 +285,7 @@ func (db *DB) validate(ctx context.Context, c *validators.Commit) (uint64, error
 // validators.Env.Observe, on the goroutine that writes the commit's group; finish runs
 // after the validator returned, so the fields need no lock.
 type stageTrace struct {
-	db             *DB
+	db             *localDB
 	ctx            context.Context
 	c              *validators.Commit
 	vs, ws         trace.Span // validate (nil once ended), write (nil until started)
@@ -347,7 +294,7 @@ type stageTrace struct {
 
 // newStageTrace opens the validate span and hangs the trace on c's owner, where
 // validators.Env.Observe finds it.
-func (db *DB) newStageTrace(ctx context.Context, c *validators.Commit) *stageTrace {
+func (db *localDB) newStageTrace(ctx context.Context, c *validators.Commit) *stageTrace {
 	st := &stageTrace{db: db, ctx: ctx, c: c, vs: db.stageSpan(ctx, tracing.SpanValidate), start: time.Now()}
 	if o, ok := c.Owner.(*commitOwner); ok {
 		o.trace = st
@@ -389,44 +336,11 @@ func (st *stageTrace) finish(err error) {
 // span, whose methods do nothing: a child of an unsampled parent would not be
 // recorded by a parent-based sampler either, and skipping it saves an allocation or
 // two per stage on every untraced commit.
-func (db *DB) stageSpan(ctx context.Context, name string) trace.Span {
+func (db *localDB) stageSpan(ctx context.Context, name string) trace.Span {
 	parent := trace.SpanFromContext(ctx)
 	if !parent.IsRecording() {
 		return parent
 	}
 	_, s := db.tracer.Start(ctx, name)
 	return s
-}
-
-func endCommitSpan(span trace.Span, pos uint64, err error) {
-	if !span.IsRecording() {
-		span.End()
-		return
-	}
-	if err != nil {
-		span.SetStatus(codes.Error, err.Error())
-		span.SetAttributes(tracing.AttrOutcome.String(tracing.OutcomeFailed), tracing.AttrErrorType.String(errorType(err)))
-	} else {
-		span.SetAttributes(tracing.AttrOutcome.String(tracing.OutcomeCommitted), attribute.Int64(string(tracing.AttrPosition), int64(pos)))
-	}
-	span.End()
-}
-
-// errorType classifies an error for the error.type attribute.
-func errorType(err error) string {
-	switch {
-	case errors.Is(err, ErrConflict):
-		return tracing.ErrorConflict
-	case errors.Is(err, ErrTxnTooOld):
-		return tracing.ErrorTxnTooOld
-	case errors.Is(err, ErrClosed):
-		return tracing.ErrorClosed
-	case errors.Is(err, ErrColumnFamilyDropped):
-		return tracing.ErrorCFDropped
-	case errors.Is(err, ErrStopped):
-		return tracing.ErrorStopped
-	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
-		return tracing.ErrorCanceled
-	}
-	return tracing.ErrorOther
 }

@@ -29,30 +29,12 @@ type positionedPut struct {
 	value        PositionedValue
 }
 
-// PutAtCommit buffers a put of key in cf whose value is made at commit by value, from
-// payload and the commit's log position. The write is part of the commit as any Put
-// is: in the same atomic batch, and in the log entry's writes (after the Puts and
-// Deletes), so Replay and Rebuild reproduce it. Unlike a Put it is not checked for
-// conflicts, and the transaction's own reads (Get, iterators) do not see it; a layer
-// uses it for records whose key is owned by a write that is checked (the event store
-// writes a stream's head with Put and the head's new events with PutAtCommit). A
-// transaction with only PutAtCommit writes still gets a position. key and payload are
-// copied; key and the value made must fit storage.MaxKeySize and storage.MaxValueSize
-// (a value over the limit fails the commit with an *ArgumentError).
-func (t *Txn) PutAtCommit(cf *ColumnFamily, key, payload []byte, value PositionedValue) error {
-	const op = "Txn.PutAtCommit"
-	if t.rt != nil {
-		if err := t.usable(); err != nil {
-			return err
-		}
-		return t.remotePutAtCommit(op, cf, key, payload, value)
-	}
-	f, err := t.writable(op, cf, key)
-	if err != nil {
+// PutAtCommit is EngineTxn.PutAtCommit: key and payload copied into the arena, the
+// value made at commit (encodeEntry).
+func (t *localTxn) PutAtCommit(ef EngineFamily, key, payload []byte, value PositionedValue) error {
+	f := storageFamily(ef)
+	if err := t.writable(f); err != nil {
 		return err
-	}
-	if value == nil {
-		return &ArgumentError{Op: op, Arg: "value", Reason: "must not be nil"}
 	}
 	start := len(t.arena)
 	t.arena = append(t.arena, key...)
@@ -63,17 +45,8 @@ func (t *Txn) PutAtCommit(cf *ColumnFamily, key, payload []byte, value Positione
 	return nil
 }
 
-// EventCount returns the number of events the transaction carries so far: the index,
-// within the commit's log entry, that the next event added will have.
-func (t *Txn) EventCount() int {
-	if t.rt != nil {
-		return t.rt.events
-	}
-	return len(t.events)
-}
-
 // putPositioned adds the PutAtCommit write p, whose value is v, to b.
-func (t *Txn) putPositioned(b *storage.Batch, p positionedPut, v []byte) error {
+func (t *localTxn) putPositioned(b *storage.Batch, p positionedPut, v []byte) error {
 	if len(v) > storage.MaxValueSize {
 		return &ArgumentError{Op: "Txn.PutAtCommit", Arg: "value", Reason: fmt.Sprintf("%d bytes exceeds the limit of %d", len(v), storage.MaxValueSize), Err: storage.ErrTooLarge}
 	}

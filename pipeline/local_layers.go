@@ -1,35 +1,15 @@
 package pipeline
 
 import (
+	"context"
 	"errors"
-	"fmt"
 
 	"github.com/rockline/rockline/storage"
 )
 
-// LayerFamily returns the family a layer built on the core keeps its records in
-// ("rockline." + name; the event store's is LayerFamily("streams")), creating it when
-// the database has none. Such a family belongs to the layer, not to the application:
-// ColumnFamily, ColumnFamilies, CreateColumnFamily and DropColumnFamily do not see it,
-// it is never dropped (so reads of it are never claimed), and its creation is not a
-// log entry: Replay and Rebuild create it in their target at the first write the log
-// routes to it. It gets Config.FamilyDefaults, at creation and at every reopen, as any
-// family not named in Config.Families does. Its handle is used with the ordinary
-// transaction calls. name follows
-// the rules of family names; "log" and "system" are rockline's own and refused
-// (*ArgumentError).
-func (db *DB) LayerFamily(name string) (*ColumnFamily, error) {
-	const op = "LayerFamily"
-	full := reservedPrefix + name
-	if name == "" || full == logFamily || full == systemFamily {
-		return nil, &ArgumentError{Op: op, Arg: "name", Reason: fmt.Sprintf("%q is not a layer's family name (not empty, not \"log\" or \"system\")", name)}
-	}
-	if err := storage.ValidateFamilyName(full); err != nil {
-		return nil, &ArgumentError{Op: op, Arg: "name", Reason: fmt.Sprintf("%q does not make a valid family name", name), Err: err}
-	}
-	if db.remote != nil { // the engine's families exist once written
-		return db.remoteHandle(full), nil
-	}
+// LayerFamily is Engine.LayerFamily: the layer family named full, created when
+// missing (its creation is not a log entry).
+func (db *localDB) LayerFamily(_ context.Context, full string) (EngineFamily, error) {
 	if err := db.enter(); err != nil {
 		return nil, err
 	}
@@ -38,12 +18,12 @@ func (db *DB) LayerFamily(name string) (*ColumnFamily, error) {
 	if err != nil {
 		return nil, closedErr(err)
 	}
-	return db.wrap(f), nil
+	return f, nil
 }
 
 // layerFamily returns the layer family named full, creating it if needed; a concurrent
 // creation (another LayerFamily call, a Replay) is not an error.
-func (db *DB) layerFamily(full string) (*storage.Family, error) {
+func (db *localDB) layerFamily(full string) (*storage.Family, error) {
 	f, err := db.store.Family(full)
 	if !errors.Is(err, storage.ErrColumnFamilyNotFound) {
 		return f, err
@@ -71,7 +51,7 @@ const (
 // a crash leaves either the old layout or the new one. The event store's own records
 // in the old family ('h' and 'r' keys) stay where they are: the event store still
 // keeps them there.
-func (db *DB) upgradeFormat() error {
+func (db *localDB) upgradeFormat() error {
 	format, err := db.metaUint(metaFormat)
 	if err != nil || format >= formatSystemFamily {
 		return err

@@ -31,7 +31,7 @@ var (
 
 // recordSettings writes the settings of this writable open, and of the creation when
 // the folder has none recorded yet (a folder created before they were, too).
-func (db *DB) recordSettings(cfg Config) error {
+func (db *localDB) recordSettings(cfg Config) error {
 	bloom := cfg.BloomBitsPerKey
 	switch {
 	case bloom == 0:
@@ -59,14 +59,8 @@ func (db *DB) recordSettings(cfg Config) error {
 	return closedErr(db.store.Write(b))
 }
 
-// RecordedSettings returns the settings the folder was created with and those of its
-// latest writable open (zero values when not recorded: a folder last opened writable
-// by a rockline that did not record them). A record that does not decode is
-// ErrCorrupt.
-func (db *DB) RecordedSettings() (created, lastOpened FolderSettings, err error) {
-	if err := db.errIfRemote("DB.RecordedSettings"); err != nil {
-		return created, lastOpened, err
-	}
+// RecordedSettings is DB.RecordedSettings on the local engine.
+func (db *localDB) RecordedSettings() (created, lastOpened FolderSettings, err error) {
 	if err := db.enter(); err != nil {
 		return created, lastOpened, err
 	}
@@ -78,7 +72,7 @@ func (db *DB) RecordedSettings() (created, lastOpened FolderSettings, err error)
 	return created, lastOpened, err
 }
 
-func (db *DB) readSettings(key []byte) (FolderSettings, error) {
+func (db *localDB) readSettings(key []byte) (FolderSettings, error) {
 	var fs FolderSettings
 	v, err := db.store.Get(db.sys, key, nil)
 	if errors.Is(err, storage.ErrNotFound) {
@@ -106,13 +100,8 @@ func decodeSettings(v []byte, fs *FolderSettings) error {
 	return nil
 }
 
-// CheckpointedPosition returns the highest log position a Checkpoint of this database
-// recorded as covered (0 when none did): TruncateLog may delete the log below it
-// plus one.
-func (db *DB) CheckpointedPosition() (uint64, error) {
-	if err := db.errIfRemote("DB.CheckpointedPosition"); err != nil {
-		return 0, err
-	}
+// CheckpointedPosition is DB.CheckpointedPosition on the local engine.
+func (db *localDB) CheckpointedPosition() (uint64, error) {
 	if err := db.enter(); err != nil {
 		return 0, err
 	}

@@ -23,7 +23,7 @@ var ErrNotSecondary = storage.ErrNotSecondary
 // folder that is not a rockline database, or one written before rockline.system
 // existed (open it writable once), fails.
 func OpenReadOnly(dir string, cfg Config) (*DB, error) {
-	return open(dir, cfg, openMode{readOnly: true})
+	return openFront(dir, cfg, openMode{readOnly: true})
 }
 
 // OpenSecondary is OpenReadOnly as a RocksDB secondary, whose own files go in
@@ -34,19 +34,14 @@ func OpenSecondary(dir, secondaryDir string, cfg Config) (*DB, error) {
 	if secondaryDir == "" {
 		return nil, &ArgumentError{Op: "OpenSecondary", Arg: "secondaryDir", Reason: "must not be empty"}
 	}
-	return open(dir, cfg, openMode{readOnly: true, secondary: secondaryDir})
+	return openFront(dir, cfg, openMode{readOnly: true, secondary: secondaryDir})
 }
 
-// ReadOnly reports whether the database was opened with OpenReadOnly or OpenSecondary.
-func (db *DB) ReadOnly() bool { return db.remote == nil && db.store.ReadOnly() }
+// ReadOnly is DB.ReadOnly on the local engine.
+func (db *localDB) ReadOnly() bool { return db.store.ReadOnly() }
 
-// CatchUp brings a secondary up to the primary's writes and publishes the log
-// positions it gained, in order, so transactions begun afterwards, the log readers and
-// subscriptions see them. It fails with ErrNotSecondary on any other database.
-func (db *DB) CatchUp() error {
-	if err := db.errIfRemote("DB.CatchUp"); err != nil {
-		return err
-	}
+// CatchUp is DB.CatchUp on the local engine.
+func (db *localDB) CatchUp() error {
 	db.catchMu.Lock()
 	defer db.catchMu.Unlock()
 	if err := db.enter(); err != nil {
@@ -96,8 +91,8 @@ func (db *DB) CatchUp() error {
 }
 
 // writable refuses a write to a read-only database.
-func (db *DB) writable() error {
-	if db.remote == nil && db.store.ReadOnly() {
+func (db *localDB) writable() error {
+	if db.store.ReadOnly() {
 		return ErrReadOnly
 	}
 	return nil

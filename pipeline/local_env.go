@@ -32,7 +32,7 @@ var errNoOwner = errors.New("rockline: internal error: a commit without its owne
 // validatorEnv returns the environment the validator calls back into: the sequencer,
 // storage, the log's encodings, and the per-commit callbacks, which reach the commit's
 // state through its commitOwner.
-func (db *DB) validatorEnv() validators.Env {
+func (db *localDB) validatorEnv() validators.Env {
 	st := db.store
 	return validators.Env{
 		Positions: db.seq,

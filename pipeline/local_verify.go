@@ -50,24 +50,9 @@ func (r *VerifyReport) problem(limit int, format string, a ...any) {
 	}
 }
 
-// Verify checks the database: every log entry from FirstPosition to LastPosition
-// decodes with a valid checksum at its own position (the log is dense), and, with
-// opts.ScratchDir, that the state (every family with its generation and contents,
-// rockline's own log family included, its system family of settings and marks not) is
-// exactly a replay of the log, by rebuilding the database into ScratchDir and
-// comparing key by key. The state check needs the whole log; when it was truncated it
-// is skipped and StateSkipped says so.
-//
-// Verify reads a database that does not change meanwhile, so it runs only on a
-// read-only or secondary open (a secondary holds still between CatchUp calls):
-// on a writable one it fails with an *ArgumentError (Checkpoint a live database and
-// verify the copy). Problems found go into the report; the error is for a check that
-// could not run (a closed database, ctx done, a scratch folder that exists).
-func (db *DB) Verify(ctx context.Context, opts VerifyOptions) (VerifyReport, error) {
+// Verify is DB.Verify on the local engine.
+func (db *localDB) Verify(ctx context.Context, opts VerifyOptions) (VerifyReport, error) {
 	const op = "Verify"
-	if err := db.errIfRemote("DB.Verify"); err != nil {
-		return VerifyReport{}, err
-	}
 	if !db.ReadOnly() {
 		return VerifyReport{}, &ArgumentError{Op: op, Arg: "db", Reason: "must be a read-only or secondary open: checkpoint a live database and verify the copy"}
 	}
@@ -87,7 +72,7 @@ func (db *DB) Verify(ctx context.Context, opts VerifyOptions) (VerifyReport, err
 	if progress == nil {
 		progress = func(string, uint64, uint64) {}
 	}
-	r := VerifyReport{FirstPosition: db.FirstPosition(), LastPosition: db.LastPosition()}
+	r := VerifyReport{FirstPosition: db.FirstPosition(), LastPosition: db.seq.Published()}
 	if err := db.verifyLog(ctx, &r, limit, progress); err != nil {
 		return r, err
 	}
@@ -107,13 +92,13 @@ func (db *DB) Verify(ctx context.Context, opts VerifyOptions) (VerifyReport, err
 }
 
 // verifyLog reads every entry of the log's range, resuming after a corrupt one.
-func (db *DB) verifyLog(ctx context.Context, r *VerifyReport, limit int, progress func(string, uint64, uint64)) error {
+func (db *localDB) verifyLog(ctx context.Context, r *VerifyReport, limit int, progress func(string, uint64, uint64)) error {
 	total := r.LastPosition - min(r.LastPosition, r.FirstPosition-1)
 	for pos := r.FirstPosition; pos <= r.LastPosition; {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		page, err := db.ReadLog(pos, 1024)
+		page, err := db.ReadLog(ctx, pos, 1024)
 		for _, e := range page {
 			if e.Position != pos {
 				r.CorruptEntries++
@@ -142,7 +127,7 @@ func (db *DB) verifyLog(ctx context.Context, r *VerifyReport, limit int, progres
 }
 
 // verifyState rebuilds the database into dir and compares both, family by family.
-func (db *DB) verifyState(ctx context.Context, r *VerifyReport, dir string, limit int, progress func(string, uint64, uint64)) (err error) {
+func (db *localDB) verifyState(ctx context.Context, r *VerifyReport, dir string, limit int, progress func(string, uint64, uint64)) (err error) {
 	dst, err := db.rebuild(ctx, dir, Config{DisableWAL: true, Lanes: 1}, r.LastPosition, func(done uint64) { progress("replay", done, r.LastPosition) })
 	if err != nil {
 		return fmt.Errorf("verify: replay: %w", err)
@@ -197,20 +182,30 @@ func (db *DB) verifyState(ctx context.Context, r *VerifyReport, dir string, limi
 }
 
 // compareFamily walks a in db and b in dst side by side in key order.
-func compareFamily(db, dst *DB, a, b *storage.Family, r *VerifyReport, limit int) error {
-	return db.View(func(ta *Txn) error {
-		return dst.View(func(tb *Txn) error {
+func compareFamily(db, dst *localDB, a, b *storage.Family, r *VerifyReport, limit int) error {
+	ta, err := db.begin()
+	if err != nil {
+		return err
+	}
+	defer ta.Discard()
+	tb, err := dst.begin()
+	if err != nil {
+		return err
+	}
+	defer tb.Discard()
+	{
+		{
 			// The log family's DenseKey is the validator's bookkeeping, not state.
 			var opts IterOptions
 			if a.Name() == logFamily {
 				opts.Lower = logentry.Key(0)
 			}
-			ia, err := ta.NewIterator(db.wrap(a), opts)
+			ia, err := ta.NewIterator(context.Background(), a, opts)
 			if err != nil {
 				return err
 			}
 			defer ia.Close()
-			ib, err := tb.NewIterator(dst.wrap(b), opts)
+			ib, err := tb.NewIterator(context.Background(), b, opts)
 			if err != nil {
 				return err
 			}
@@ -247,6 +242,6 @@ func compareFamily(db, dst *DB, a, b *storage.Family, r *VerifyReport, limit int
 				}
 			}
 			return errors.Join(ia.Err(), ib.Err())
-		})
-	})
+		}
+	}
 }

@@ -9,22 +9,8 @@ import (
 	"github.com/rockline/rockline/storage"
 )
 
-// Replay applies log entries to db as if they had been committed here, in order: each
-// entry's writes and the entry itself land in one batch at the entry's own position,
-// which must be LastPosition()+1. Family creations and drops recorded in the entries
-// (LogEntry.Families) are carried out here with the source's generations, so a family
-// dropped and re-created in the source is dropped and re-created here too, and a
-// write to a generation that was dropped (a commit admitted before its drop) is
-// skipped, as the source's live state never shows it. Replay bypasses conflict
-// validation, so it takes the database alone before it changes anything: it fails
-// with an error matching ErrNotExclusive while transactions are open or commits are in
-// flight, and while it runs Begin, CreateColumnFamily, DropColumnFamily and Checkpoint
-// fail with ErrReplaying. It is how a checkpoint is brought up to date and how Rebuild
-// recreates a database from a log.
-func (db *DB) Replay(ctx context.Context, entries []LogEntry) error {
-	if err := db.errIfRemote("DB.Replay"); err != nil {
-		return err
-	}
+// Replay is DB.Replay on the local engine.
+func (db *localDB) Replay(ctx context.Context, entries []LogEntry) error {
 	if err := db.writable(); err != nil {
 		return err
 	}
@@ -56,7 +42,7 @@ func (db *DB) Replay(ctx context.Context, entries []LogEntry) error {
 // writes and the entry in one batch; when the entry drops a family, the batch is
 // written between the drop's durable intent and the family's retirement, as
 // DropColumnFamily writes its own entry.
-func (db *DB) replayEntry(e LogEntry) error {
+func (db *localDB) replayEntry(e LogEntry) error {
 	var drop *FamilyChange
 	for i, fc := range e.Families {
 		if err := checkReplayFamily(fc.Family, fc.Generation); err != nil {
@@ -134,7 +120,7 @@ func checkReplayFamily(name string, gen int) error {
 // replayCreate creates generation gen of name, unless db has it already (a checkpoint
 // taken after the creation) or had it (it was dropped since). A live older
 // generation is dropped first.
-func (db *DB) replayCreate(name string, gen int) error {
+func (db *localDB) replayCreate(name string, gen int) error {
 	f, err := db.store.Family(name)
 	switch {
 	case err == nil && f.Generation() >= gen:
@@ -158,7 +144,7 @@ func (db *DB) replayCreate(name string, gen int) error {
 // such a write is not part of the source's live state, so it is skipped. A generation
 // the log never announced (a log written before family changes were recorded) is
 // created on first sight, replacing an older live generation.
-func (db *DB) replayFamily(name string, gen int) (*storage.Family, error) {
+func (db *localDB) replayFamily(name string, gen int) (*storage.Family, error) {
 	switch {
 	case name == systemFamily:
 		return db.sys, nil
@@ -194,7 +180,7 @@ func (db *DB) replayFamily(name string, gen int) (*storage.Family, error) {
 }
 
 // familyOptions returns the options Config gives a family name.
-func (db *DB) familyOptions(name string) storage.FamilyOptions {
+func (db *localDB) familyOptions(name string) storage.FamilyOptions {
 	if o, ok := db.cfg.Families[name]; ok {
 		return o
 	}
@@ -215,23 +201,18 @@ func toInternal(e LogEntry) *logentry.Entry {
 	return out
 }
 
-// Rebuild recreates the database from its log alone into a new database in dir
-// (opened with cfg, whose Families give options but are not created: the log says
-// which families exist), replaying every entry; afterwards the new database's families
-// (with their generations) and their contents equal this one's, and its log is
-// identical. The log must not have been truncated (use Checkpoint and Replay for
-// that). Rebuild reads published entries while commits may go on; the result holds the
-// log as of the moment it read the last page.
-func (db *DB) Rebuild(ctx context.Context, dir string, cfg Config) (*DB, error) {
-	if err := db.errIfRemote("DB.Rebuild"); err != nil {
+// Rebuild is DB.Rebuild on the local engine.
+func (db *localDB) Rebuild(ctx context.Context, dir string, cfg Config) (Engine, error) {
+	dst, err := db.rebuild(ctx, dir, cfg, 0, nil)
+	if err != nil {
 		return nil, err
 	}
-	return db.rebuild(ctx, dir, cfg, 0, nil)
+	return dst, nil
 }
 
 // rebuild is Rebuild up to position upTo (0: the last published), calling progress,
 // when set, with the last position replayed after each page.
-func (db *DB) rebuild(ctx context.Context, dir string, cfg Config, upTo uint64, progress func(uint64)) (*DB, error) {
+func (db *localDB) rebuild(ctx context.Context, dir string, cfg Config, upTo uint64, progress func(uint64)) (*localDB, error) {
 	if db.truncated.Load() > 1 {
 		return nil, fmt.Errorf("%w: rebuild needs the whole log", ErrLogTruncated)
 	}
@@ -239,11 +220,11 @@ func (db *DB) rebuild(ctx context.Context, dir string, cfg Config, upTo uint64, 
 	if err != nil {
 		return nil, err
 	}
-	if dst.LastPosition() != 0 {
+	if dst.seq.Published() != 0 {
 		dst.Close()
 		return nil, &ArgumentError{Op: "Rebuild", Arg: "dir", Reason: "must hold no database (its log is not empty)"}
 	}
-	it := db.LogIterator(1)
+	it := &logPages{db: db, next: 1}
 	page := make([]LogEntry, 0, 256)
 	flush := func() error {
 		if len(page) == 0 {
@@ -279,3 +260,36 @@ func (db *DB) rebuild(ctx context.Context, dir string, cfg Config, upTo uint64, 
 	}
 	return dst, nil
 }
+
+// logPages walks the published log forward, a page of ReadLog at a time, delivering
+// the entries read before an error first.
+type logPages struct {
+	db      *localDB
+	next    uint64
+	page    []LogEntry
+	cur     LogEntry
+	pending error
+	err     error
+}
+
+func (it *logPages) Next() bool {
+	if it.err != nil {
+		return false
+	}
+	if len(it.page) == 0 {
+		if it.pending == nil {
+			it.page, it.pending = it.db.ReadLog(context.Background(), it.next, 256)
+		}
+		if len(it.page) == 0 {
+			it.err = it.pending
+			return false
+		}
+	}
+	it.cur, it.page = it.page[0], it.page[1:]
+	it.next = it.cur.Position + 1
+	return true
+}
+
+func (it *logPages) Entry() LogEntry { return it.cur }
+
+func (it *logPages) Err() error { return it.err }

@@ -6,7 +6,6 @@ import (
 	"errors"
 
 	"github.com/rockline/rockline/pipeline"
-	"github.com/rockline/rockline/storage"
 )
 
 // AppendResult is the outcome of an append: the revision of the stream's last event
@@ -88,7 +87,7 @@ func (s *Store) appendTxn(op string, tx *pipeline.Txn, stream string, expected E
 		return AppendResult{}, false, &pipeline.ArgumentError{Op: op, Arg: "tx", Reason: "must not be nil"}
 	}
 	if tx.DB() != s.db {
-		return AppendResult{}, false, &pipeline.ArgumentError{Op: op, Arg: "tx", Reason: "belongs to another database than the store's", Err: storage.ErrForeignFamily}
+		return AppendResult{}, false, &pipeline.ArgumentError{Op: op, Arg: "tx", Reason: "belongs to another database than the store's", Err: pipeline.ErrForeignFamily}
 	}
 	if err := checkStream(op, stream); err != nil {
 		return AppendResult{}, false, err

@@ -132,7 +132,7 @@ func (s *Store) appendTxn(op string, tx *pipeline.Txn, stream string, expected E
 	var payload [binary.MaxVarintLen64 + pipeline.MaxEventIDLen]byte
 	for i, e := range events {
 		p := revision.AppendRecordPayload(payload[:0], idx+i, e.ID)
-		if err := tx.PutAtCommit(s.cf, eventKey(stream, first+uint64(i)), p, eventValue); err != nil {
+		if err := tx.PutAtCommit(s.cf, eventKey(stream, first+uint64(i)), p, eventCodec); err != nil {
 			return AppendResult{}, false, err
 		}
 	}

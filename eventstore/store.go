@@ -84,16 +84,18 @@ func eventKey(stream string, rev uint64) []byte {
 	return binary.BigEndian.AppendUint64(k, rev)
 }
 
-// PositionedValues returns the positioned values the store writes with
-// pipeline.Txn.PutAtCommit, by a stable name: an engine that stores a positioned
-// write's encoding by name and computes its value on every read (the JetStream
-// engine) registers them. The store writes nothing else positioned.
-func PositionedValues() map[string]pipeline.PositionedValue {
-	return map[string]pipeline.PositionedValue{revision.RecordName: eventValue}
-}
+// eventCodec is the positioned value of an event record (revision.AppendRecord under
+// revision.RecordName): an engine that stores it by name finds it by that name.
+var eventCodec = pipeline.NewPositionedValue(revision.RecordName, revision.AppendRecord)
 
-// eventValue is the pipeline.PositionedValue of an event record.
-var eventValue pipeline.PositionedValue = revision.AppendRecord
+// PositionedValues returns the positioned values the store writes with
+// pipeline.Txn.PutAtCommit: one, named revision.RecordName ("rockline.event"). An
+// engine that stores a positioned write's codec by name and makes its value on every
+// read registers them (the JetStream engine registers this one itself). The store
+// writes nothing else positioned.
+func PositionedValues() []pipeline.PositionedValue {
+	return []pipeline.PositionedValue{eventCodec}
+}
 
 func parseEventValue(v []byte) (pos uint64, idx int, id string, err error) {
 	pos, idx, id, ok := revision.ParseRecord(v)

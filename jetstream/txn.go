@@ -192,8 +192,8 @@ func (t *Txn) revive(ctx context.Context, st *FamilyState) bool {
 }
 
 // PutAtCommit buffers a positioned write (Write.AtCommit) of key in family: its value
-// is Config.PositionedValues[encoding] of payload and the commit's position, on every
-// read (positioned.go). As pipeline.Txn.PutAtCommit, it is not checked for conflicts
+// is made by the codec of Config.PositionedValues named encoding from payload and the
+// commit's position, on every read (positioned.go). As pipeline.Txn.PutAtCommit, it is not checked for conflicts
 // and the transaction's own reads do not see it; the key must not also be written by
 // Put or Delete in the transaction (Commit refuses it).
 func (t *Txn) PutAtCommit(family string, key, payload []byte, encoding string) error {
@@ -203,7 +203,7 @@ func (t *Txn) PutAtCommit(family string, key, payload []byte, encoding string) e
 	if len(key) == 0 {
 		return &ArgumentError{Op: "Txn.PutAtCommit", Arg: "key", Reason: "must not be empty"}
 	}
-	if t.p.cfg.PositionedValues[encoding] == nil {
+	if t.p.codecs[encoding] == nil {
 		return &ArgumentError{Op: "Txn.PutAtCommit", Arg: "encoding", Reason: fmt.Sprintf("%q is not in Config.PositionedValues", encoding)}
 	}
 	t.positioned = append(t.positioned, Write{Family: family, Key: bytes.Clone(key), Value: bytes.Clone(payload), Blind: true, AtCommit: encoding})

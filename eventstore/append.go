@@ -5,8 +5,8 @@ import (
 	"encoding/binary"
 	"errors"
 
+	"github.com/rockline/rockline/eventstore/revision"
 	"github.com/rockline/rockline/pipeline"
-	"github.com/rockline/rockline/storage"
 )
 
 // AppendResult is the outcome of an append: the revision of the stream's last event
@@ -88,12 +88,12 @@ func (s *Store) appendTxn(op string, tx *pipeline.Txn, stream string, expected E
 		return AppendResult{}, false, &pipeline.ArgumentError{Op: op, Arg: "tx", Reason: "must not be nil"}
 	}
 	if tx.DB() != s.db {
-		return AppendResult{}, false, &pipeline.ArgumentError{Op: op, Arg: "tx", Reason: "belongs to another database than the store's", Err: storage.ErrForeignFamily}
+		return AppendResult{}, false, &pipeline.ArgumentError{Op: op, Arg: "tx", Reason: "belongs to another database than the store's", Err: pipeline.ErrForeignFamily}
 	}
 	if err := checkStream(op, stream); err != nil {
 		return AppendResult{}, false, err
 	}
-	if !expected.valid() {
+	if !expected.Valid() {
 		return AppendResult{}, false, &pipeline.ArgumentError{Op: op, Arg: "expected", Reason: "must be Any, NoStream, StreamExists or Revision(n)"}
 	}
 	if len(events) == 0 {
@@ -113,8 +113,8 @@ func (s *Store) appendTxn(op string, tx *pipeline.Txn, stream string, expected E
 	if res, ok, err := s.alreadyAppended(tx, stream, expected, cur, exists, events); err != nil || ok {
 		return res, ok, err
 	}
-	if !expected.matches(cur, exists) {
-		return AppendResult{}, false, &WrongExpectedVersionError{Stream: stream, Expected: expected, Actual: actual(cur, exists)}
+	if err := revision.Check(stream, expected, cur, exists); err != nil {
+		return AppendResult{}, false, err
 	}
 	first := uint64(0)
 	if hasHead {
@@ -131,8 +131,8 @@ func (s *Store) appendTxn(op string, tx *pipeline.Txn, stream string, expected E
 	}
 	var payload [binary.MaxVarintLen64 + pipeline.MaxEventIDLen]byte
 	for i, e := range events {
-		p := appendEventPayload(payload[:0], idx+i, e.ID)
-		if err := tx.PutAtCommit(s.cf, eventKey(stream, first+uint64(i)), p, eventValue); err != nil {
+		p := revision.AppendRecordPayload(payload[:0], idx+i, e.ID)
+		if err := tx.PutAtCommit(s.cf, eventKey(stream, first+uint64(i)), p, eventCodec); err != nil {
 			return AppendResult{}, false, err
 		}
 	}
@@ -158,28 +158,14 @@ func (s *Store) head(tx *pipeline.Txn, stream string) (rev uint64, hasHead bool,
 // at the revisions the append expected: a retried append. It returns the original
 // result.
 func (s *Store) alreadyAppended(tx *pipeline.Txn, stream string, expected ExpectedRevision, cur uint64, exists bool, events []Event) (AppendResult, bool, error) {
-	if !exists {
-		return AppendResult{}, false, nil
-	}
 	for _, e := range events {
 		if e.ID == "" {
 			return AppendResult{}, false, nil
 		}
 	}
 	n := uint64(len(events))
-	var first uint64
-	switch expected.kind {
-	case expectNoStream:
-		first = 0
-	case expectExact:
-		first = expected.rev + 1
-	default: // Any, StreamExists: the stream's tail
-		if cur+1 < n {
-			return AppendResult{}, false, nil
-		}
-		first = cur + 1 - n
-	}
-	if first+n-1 > cur {
+	first, ok := revision.RetryFrom(expected, cur, exists, n)
+	if !ok {
 		return AppendResult{}, false, nil
 	}
 	var pos uint64

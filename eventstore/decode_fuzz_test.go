@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rockline/rockline/eventstore/revision"
 	"github.com/rockline/rockline/pipeline"
 )
 
@@ -38,11 +39,11 @@ func FuzzDecodeState(f *testing.F) {
 }
 
 // FuzzParseEventValue: any bytes parse into an event record (or a head) or an
-// ErrCorrupt; a record made by eventValue parses back to what made it, and a head
+// ErrCorrupt; a record made by the event codec parses back to what made it, and a head
 // parsed survives encodeHead.
 func FuzzParseEventValue(f *testing.F) {
 	f.Add([]byte{}, uint64(1), 0, "id")
-	f.Add(eventValue(nil, 300, appendEventPayload(nil, 2, "e-1")), uint64(1<<40), 7, "")
+	f.Add(eventCodec.Append(nil, 300, revision.AppendRecordPayload(nil, 2, "e-1")), uint64(1<<40), 7, "")
 	f.Add(encodeHead(9, streamState{deleted: true, deletedBefore: 10}), uint64(0), 0, "x")
 	f.Fuzz(func(t *testing.T, b []byte, pos uint64, idx int, id string) {
 		if _, _, _, err := parseEventValue(b); err != nil && !errors.Is(err, pipeline.ErrCorrupt) {
@@ -58,7 +59,7 @@ func FuzzParseEventValue(f *testing.F) {
 		if idx < 0 {
 			idx = -(idx + 1)
 		}
-		p, i, gotID, err := parseEventValue(eventValue(nil, pos, appendEventPayload(nil, idx, id)))
+		p, i, gotID, err := parseEventValue(eventCodec.Append(nil, pos, revision.AppendRecordPayload(nil, idx, id)))
 		if err != nil || p != pos || i != idx || gotID != id {
 			t.Fatalf("round trip of (%d, %d, %q) = (%d, %d, %q), %v", pos, idx, id, p, i, gotID, err)
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/rockline/rockline/eventstore/revision"
 	"github.com/rockline/rockline/pipeline"
 )
 
@@ -92,7 +93,7 @@ func (s *Store) changeState(ctx context.Context, op, stream string, expected *Ex
 	if err := checkStream(op, stream); err != nil {
 		return 0, err
 	}
-	if expected != nil && !expected.valid() {
+	if expected != nil && !expected.Valid() {
 		return 0, &pipeline.ArgumentError{Op: op, Arg: "expected", Reason: "must be Any, NoStream, StreamExists or Revision(n)"}
 	}
 	return s.db.UpdatePosition(ctx, func(tx *pipeline.Txn) error {
@@ -103,8 +104,10 @@ func (s *Store) changeState(ctx context.Context, op, stream string, expected *Ex
 		if st.tombstoned {
 			return &StreamDeletedError{Stream: stream}
 		}
-		if exists := hasHead && !st.deleted; expected != nil && !expected.matches(head, exists) {
-			return &WrongExpectedVersionError{Stream: stream, Expected: *expected, Actual: actual(head, exists)}
+		if expected != nil {
+			if err := revision.Check(stream, *expected, head, hasHead && !st.deleted); err != nil {
+				return err
+			}
 		}
 		if !change(&st, head, hasHead) {
 			return nil

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"unicode/utf8"
 
+	"github.com/rockline/rockline/eventstore/revision"
 	"github.com/rockline/rockline/pipeline"
 )
 
@@ -83,35 +84,25 @@ func eventKey(stream string, rev uint64) []byte {
 	return binary.BigEndian.AppendUint64(k, rev)
 }
 
-// appendEventPayload appends what an event record holds besides its position, which
-// the commit fills in (eventValue): the event's index in the entry and its ID.
-func appendEventPayload(dst []byte, idx int, id string) []byte {
-	return append(binary.AppendUvarint(dst, uint64(idx)), id...)
-}
+// eventCodec is the positioned value of an event record (revision.AppendRecord under
+// revision.RecordName): an engine that stores it by name finds it by that name.
+var eventCodec = pipeline.NewPositionedValue(revision.RecordName, revision.AppendRecord)
 
 // PositionedValues returns the positioned values the store writes with
-// pipeline.Txn.PutAtCommit, by a stable name: an engine that stores a positioned
-// write's encoding by name and computes its value on every read (the JetStream
-// engine) registers them. The store writes nothing else positioned.
-func PositionedValues() map[string]pipeline.PositionedValue {
-	return map[string]pipeline.PositionedValue{"rockline.event": eventValue}
-}
-
-// eventValue is the pipeline.PositionedValue of an event record.
-func eventValue(dst []byte, pos uint64, payload []byte) []byte {
-	return append(binary.AppendUvarint(dst, pos), payload...)
+// pipeline.Txn.PutAtCommit: one, named revision.RecordName ("rockline.event"). An
+// engine that stores a positioned write's codec by name and makes its value on every
+// read registers them (the JetStream engine registers this one itself). The store
+// writes nothing else positioned.
+func PositionedValues() []pipeline.PositionedValue {
+	return []pipeline.PositionedValue{eventCodec}
 }
 
 func parseEventValue(v []byte) (pos uint64, idx int, id string, err error) {
-	pos, n := binary.Uvarint(v)
-	if n <= 0 {
+	pos, idx, id, ok := revision.ParseRecord(v)
+	if !ok {
 		return 0, 0, "", fmt.Errorf("%w: stream record %x", pipeline.ErrCorrupt, v)
 	}
-	i, m := binary.Uvarint(v[n:])
-	if m <= 0 {
-		return 0, 0, "", fmt.Errorf("%w: stream record %x", pipeline.ErrCorrupt, v)
-	}
-	return pos, int(i), string(v[n+m:]), nil
+	return pos, idx, id, nil
 }
 
 // encodeHead is a head record: the last revision, then the state when there is one.

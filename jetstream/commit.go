@@ -31,9 +31,9 @@ type Read struct {
 // *ConflictError if the key's version has changed. A Blind write is not checked.
 //
 // With AtCommit, the write is positioned (the local engine's Txn.PutAtCommit): Value
-// is the payload, and every read returns Config.PositionedValues[AtCommit] applied to
-// the commit's position and the payload (positioned.go). AtCommit must name a
-// configured encoding and excludes Delete.
+// is the payload, and every read returns the Append of the codec of
+// Config.PositionedValues named AtCommit, applied to the commit's position and the
+// payload (positioned.go). AtCommit must name a configured codec and excludes Delete.
 type Write struct {
 	Family  string
 	Key     []byte
@@ -357,7 +357,7 @@ func (p *Partition) build(c *Commit) ([]*nats.Msg, []check, error) {
 			switch {
 			case w.Delete:
 				return nil, nil, &ArgumentError{Op: op, Arg: fmt.Sprintf("writes[%d].AtCommit", i), Reason: "a delete cannot be positioned"}
-			case p.cfg.PositionedValues[w.AtCommit] == nil:
+			case p.codecs[w.AtCommit] == nil:
 				return nil, nil, &ArgumentError{Op: op, Arg: fmt.Sprintf("writes[%d].AtCommit", i), Reason: fmt.Sprintf("%q is not in Config.PositionedValues", w.AtCommit)}
 			}
 			// The commit marker is message n-1 and this one is len(msgs).

@@ -132,8 +132,9 @@
 // expectation of the key's write); blind writes read their key's version at Commit,
 // so they conflict as on the local engine; Append checks an expected revision against
 // the stream's tail at the position (StreamTail) and its version at Commit, and
-// recognises an append already made (all event IDs at the revisions expected), as the
-// event store's Append does. ReadStream reads a stream's events with an ordered
+// recognises an append already made (all event IDs at the revisions expected), with
+// the event store's own rules (package eventstore/revision, which the engine imports
+// instead of the event store: the engine stays below the layers built on pipeline). ReadStream reads a stream's events with an ordered
 // consumer. The core's conformance suite (github.com/rockline/rockline/test/conformance)
 // runs against a Partition through these, and through the public API on a DB from
 // OpenDB with the same adapter as the local engine's run (conformance_test.go).

@@ -4,18 +4,19 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"reflect"
 	"slices"
 
 	"github.com/nats-io/nats.go"
 
-	"github.com/rockline/rockline/eventstore"
+	"github.com/rockline/rockline/eventstore/revision"
 	"github.com/rockline/rockline/pipeline"
 )
 
 // The engine seam's JetStream side: Engine is a pipeline.Engine over one Partition,
 // so pipeline.OpenEngine gives a *pipeline.DB on it, and every layer built on the
-// public API (eventstore, partitioned, pipelinefx) runs on JetStream unchanged.
+// public API (eventstore, partitioned) runs on JetStream unchanged. The engine itself
+// imports pipeline and nothing above it (internal/layers checks it): of the event
+// store it knows only what package eventstore/revision states for engines.
 //
 // Mapping:
 //   - A pipeline.Txn is a Txn: snapshot reads at its position, every read tracked
@@ -24,10 +25,10 @@ import (
 //   - Txn.AddStreamEvents events are the commit's events with the stream and revision
 //     the layer assigned; the layer's own records (the event store's stream heads)
 //     carry the conflict check, as on the local engine.
-//   - Txn.PutAtCommit is a positioned write: the PositionedValue must be one of
-//     Config.PositionedValues (the event store's is added by OpenDB), found by
-//     function identity, because the engine stores the encoding's name and computes
-//     the value on every read (positioned.go).
+//   - Txn.PutAtCommit is a positioned write: the PositionedValue's Name must be the
+//     name of one of Config.PositionedValues (OpenDB adds the event store's), because
+//     the engine stores the codec's name and makes the value on every read with the
+//     codec configured under it (positioned.go).
 //   - Positions are commit positions: strictly increasing in commit order, but not
 //     consecutive (a commit's position is its commit marker's stream sequence, so a
 //     commit of n messages advances the position by n). The log never skips a commit
@@ -45,34 +46,28 @@ const EngineName = "jetstream"
 
 // Engine is a pipeline.Engine over a Partition.
 type Engine struct {
-	p         *Partition
-	encodings map[uintptr]string // PositionedValue function -> its name in Config.PositionedValues
+	p *Partition
 }
 
 var _ pipeline.Engine = (*Engine)(nil)
 
 // NewEngine returns the engine over p; closing it closes p.
-func NewEngine(p *Partition) *Engine {
-	e := &Engine{p: p, encodings: map[uintptr]string{}}
-	for name, fn := range p.cfg.PositionedValues {
-		e.encodings[reflect.ValueOf(fn).Pointer()] = name
-	}
-	return e
-}
+func NewEngine(p *Partition) *Engine { return &Engine{p: p} }
+
+// eventStoreCodec is the event store's positioned value (revision.AppendRecord under
+// revision.RecordName, "rockline.event": eventstore.PositionedValues), which OpenDB
+// adds to Config.PositionedValues.
+var eventStoreCodec = pipeline.NewPositionedValue(revision.RecordName, revision.AppendRecord)
 
 // OpenDB opens the partition cfg describes on nc and returns a *pipeline.DB on it,
-// with the event store's positioned value added to cfg.PositionedValues (so
-// eventstore.New works on the DB). dbcfg is passed to pipeline.OpenEngine. Closing
-// the DB closes the partition, not nc.
+// with the event store's codec added to cfg.PositionedValues unless one of its name
+// is there (so eventstore.New works on the DB; a partition opened with Open and
+// NewEngine instead configures eventstore.PositionedValues() for that). dbcfg is
+// passed to pipeline.OpenEngine. Closing the DB closes the partition, not nc.
 func OpenDB(ctx context.Context, nc *nats.Conn, cfg Config, dbcfg pipeline.Config) (*pipeline.DB, error) {
-	pv := map[string]PositionedValue{}
-	for name, fn := range cfg.PositionedValues {
-		pv[name] = fn
-	}
-	for name, fn := range eventstore.PositionedValues() {
-		if _, taken := pv[name]; !taken {
-			pv[name] = fn
-		}
+	pv := slices.Clone(cfg.PositionedValues)
+	if !slices.ContainsFunc(pv, func(c PositionedValue) bool { return c != nil && c.Name() == revision.RecordName }) {
+		pv = append(pv, eventStoreCodec)
 	}
 	cfg.PositionedValues = pv
 	p, err := Open(ctx, nc, cfg)
@@ -279,9 +274,9 @@ func (x *engineTxn) Delete(ef pipeline.EngineFamily, key []byte) error {
 }
 
 func (x *engineTxn) PutAtCommit(ef pipeline.EngineFamily, key, payload []byte, value pipeline.PositionedValue) error {
-	name, ok := x.e.encodings[reflect.ValueOf(value).Pointer()]
-	if !ok {
-		return &ArgumentError{Op: "Txn.PutAtCommit", Arg: "value", Reason: "is not one of the partition's Config.PositionedValues (the JetStream engine stores an encoding's name and computes the value on every read)"}
+	name := value.Name()
+	if x.e.p.codecs[name] == nil {
+		return &ArgumentError{Op: "Txn.PutAtCommit", Arg: "value", Reason: fmt.Sprintf("codec %q is not one of the partition's Config.PositionedValues (the JetStream engine stores a codec's name and makes the value on every read)", name)}
 	}
 	return x.t.PutAtCommit(ef.Name(), key, payload, name)
 }

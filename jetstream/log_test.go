@@ -13,16 +13,19 @@ import (
 	"github.com/rockline/rockline/pipeline"
 )
 
-// evValue is the event store's positioned value: uvarint(pos) then the payload.
+// evValue makes the event store's positioned value: uvarint(pos) then the payload.
 func evValue(dst []byte, pos uint64, payload []byte) []byte {
 	return append(binary.AppendUvarint(dst, pos), payload...)
 }
+
+// evCodec is evValue as the codec named "ev".
+var evCodec = pipeline.NewPositionedValue("ev", evValue)
 
 func openPositioned(t *testing.T) (*jetstream.Partition, jetstream.Config) {
 	t.Helper()
 	n := streamSeq.Add(1)
 	cfg := jetstream.Config{Stream: fmt.Sprintf("RL_test_%d", n), Subject: fmt.Sprintf("rl.test.%d", n),
-		PositionedValues: map[string]jetstream.PositionedValue{"ev": evValue}}
+		PositionedValues: []jetstream.PositionedValue{evCodec}}
 	return openOn(t, connect(t, 0), cfg), cfg
 }
 
@@ -97,11 +100,22 @@ func TestPositionedValues(t *testing.T) {
 	if _, _, err := plain.Get(ctx, "es", []byte("r0"), pos); !errors.As(err, &pe) || pe.Encoding != "ev" || !errors.Is(err, pipeline.ErrCorrupt) {
 		t.Errorf("a reader without the encoding: %v", err)
 	}
-	bad := cfg
-	bad.PositionedValues = map[string]jetstream.PositionedValue{"a b": evValue}
-	var ce *jetstream.ConfigError
-	if _, err := jetstream.Open(ctx, connect(t, 0), bad); !errors.As(err, &ce) || ce.Field != `PositionedValues["a b"]` {
-		t.Errorf("bad encoding name: %v", err)
+	for _, tc := range []struct {
+		name  string
+		list  []jetstream.PositionedValue
+		field string
+	}{
+		{"bad name", []jetstream.PositionedValue{evCodec, pipeline.NewPositionedValue("a b", evValue)}, "PositionedValues[1]"},
+		{"empty name", []jetstream.PositionedValue{pipeline.NewPositionedValue("", evValue)}, "PositionedValues[0]"},
+		{"name taken twice", []jetstream.PositionedValue{evCodec, pipeline.NewPositionedValue("ev", evValue)}, "PositionedValues[1]"},
+		{"nil codec", []jetstream.PositionedValue{nil}, "PositionedValues[0]"},
+	} {
+		bad := cfg
+		bad.PositionedValues = tc.list
+		var ce *jetstream.ConfigError
+		if _, err := jetstream.Open(ctx, connect(t, 0), bad); !errors.As(err, &ce) || ce.Field != tc.field {
+			t.Errorf("%s: %v; want a *ConfigError for %s", tc.name, err, tc.field)
+		}
 	}
 }
 
@@ -308,5 +322,62 @@ func TestWaitForPosition(t *testing.T) {
 		}
 	case <-ctx.Done():
 		t.Fatal("WaitForPosition did not return after the commit")
+	}
+}
+
+// evCodecType is evValue as a codec type of its own, under evCodec's name.
+type evCodecType struct{}
+
+func (evCodecType) Name() string { return "ev" }
+
+func (evCodecType) Append(dst []byte, pos uint64, payload []byte) []byte {
+	return evValue(dst, pos, payload)
+}
+
+// TestPositionedCodecByName: through a *pipeline.DB, the engine finds a PutAtCommit's
+// codec by its name, whatever value carries it, and refuses a name the partition does
+// not configure; the event store's codec is there without configuring it.
+func TestPositionedCodecByName(t *testing.T) {
+	ctx := ctxT(t)
+	n := streamSeq.Add(1)
+	pc := jetstream.Config{Stream: fmt.Sprintf("RL_codec_%d", n), Subject: fmt.Sprintf("rl.codec.%d", n),
+		PositionedValues: []jetstream.PositionedValue{evCodec}}
+	db, err := jetstream.OpenDB(ctx, connect(t, 0), pc, pipeline.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	cf, err := db.LayerFamily("codec")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pos, err := db.UpdatePosition(ctx, func(tx *pipeline.Txn) error {
+		if err := tx.PutAtCommit(cf, []byte("a"), []byte("pa"), evCodecType{}); err != nil {
+			return err
+		}
+		return tx.PutAtCommit(cf, []byte("b"), []byte("pb"), pipeline.NewPositionedValue("rockline.event", evValue))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = db.View(func(tx *pipeline.Txn) error {
+		for k, payload := range map[string]string{"a": "pa", "b": "pb"} {
+			v, err := tx.Get(cf, []byte(k))
+			if err != nil {
+				return err
+			}
+			if want := evValue(nil, pos, []byte(payload)); string(v) != string(want) {
+				t.Errorf("%s = %x, want %x", k, v, want)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tx := db.Begin()
+	defer tx.Discard()
+	if err := tx.PutAtCommit(cf, []byte("c"), nil, pipeline.NewPositionedValue("nope", evValue)); !errors.Is(err, pipeline.ErrInvalidArgument) {
+		t.Errorf("PutAtCommit with an unconfigured codec = %v, want an argument error", err)
 	}
 }

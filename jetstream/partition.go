@@ -55,11 +55,13 @@ type Config struct {
 	// JetStream's atomic batch limit). A commit takes one message per write, per event
 	// and per tracked read or stream check without events, plus one commit marker.
 	MaxBatch int
-	// PositionedValues names the encodings of positioned writes (Write.AtCommit): the
-	// function that makes a value from its payload and its commit's position whenever
-	// one is read (positioned.go). Every client of the partition must configure the
-	// same functions under the same names. Names: 1..32 of A-Z a-z 0-9 _ . -.
-	PositionedValues map[string]PositionedValue
+	// PositionedValues are the codecs of positioned writes (Write.AtCommit names one
+	// by its Name): each makes a value from a write's payload and its commit's
+	// position whenever the write is read (positioned.go). Every client of the
+	// partition must configure the same codecs (the same names for the same
+	// encodings). Names: 1..32 of A-Z a-z 0-9 _ . -, each once. OpenDB adds the event
+	// store's.
+	PositionedValues []PositionedValue
 }
 
 // Defaults and bounds.
@@ -136,7 +138,7 @@ func (c *Config) withDefaults() (Config, error) {
 	case out.MaxBatch < 2 || out.MaxBatch > MaxBatchMessages:
 		return out, bad("MaxBatch", out.MaxBatch, fmt.Sprintf("2..%d", MaxBatchMessages))
 	}
-	if err := checkPositionedValues(out.PositionedValues); err != nil {
+	if _, err := positionedCodecs(out.PositionedValues); err != nil {
 		return out, err
 	}
 	return out, nil
@@ -148,6 +150,7 @@ func (c *Config) withDefaults() (Config, error) {
 // for concurrent use. It does not own the NATS connection it was opened with.
 type Partition struct {
 	cfg        Config
+	codecs     map[string]PositionedValue // Config.PositionedValues by name
 	nc         *nats.Conn
 	js         natsjs.JetStream
 	subj       subjects
@@ -179,8 +182,13 @@ func Open(ctx context.Context, nc *nats.Conn, cfg Config) (*Partition, error) {
 	if err != nil {
 		return nil, fmt.Errorf("rockline/jetstream: Open: %w", err)
 	}
+	codecs, err := positionedCodecs(c.PositionedValues)
+	if err != nil {
+		return nil, err
+	}
 	p := &Partition{
 		cfg:        c,
+		codecs:     codecs,
 		nc:         nc,
 		js:         js,
 		subj:       subjects{prefix: c.Subject + "."},

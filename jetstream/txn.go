@@ -9,7 +9,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
-	"github.com/rockline/rockline/eventstore"
+	"github.com/rockline/rockline/eventstore/revision"
 	"github.com/rockline/rockline/pipeline"
 )
 
@@ -192,8 +192,8 @@ func (t *Txn) revive(ctx context.Context, st *FamilyState) bool {
 }
 
 // PutAtCommit buffers a positioned write (Write.AtCommit) of key in family: its value
-// is Config.PositionedValues[encoding] of payload and the commit's position, on every
-// read (positioned.go). As pipeline.Txn.PutAtCommit, it is not checked for conflicts
+// is made by the codec of Config.PositionedValues named encoding from payload and the
+// commit's position, on every read (positioned.go). As pipeline.Txn.PutAtCommit, it is not checked for conflicts
 // and the transaction's own reads do not see it; the key must not also be written by
 // Put or Delete in the transaction (Commit refuses it).
 func (t *Txn) PutAtCommit(family string, key, payload []byte, encoding string) error {
@@ -203,7 +203,7 @@ func (t *Txn) PutAtCommit(family string, key, payload []byte, encoding string) e
 	if len(key) == 0 {
 		return &ArgumentError{Op: "Txn.PutAtCommit", Arg: "key", Reason: "must not be empty"}
 	}
-	if t.p.cfg.PositionedValues[encoding] == nil {
+	if t.p.codecs[encoding] == nil {
 		return &ArgumentError{Op: "Txn.PutAtCommit", Arg: "encoding", Reason: fmt.Sprintf("%q is not in Config.PositionedValues", encoding)}
 	}
 	t.positioned = append(t.positioned, Write{Family: family, Key: bytes.Clone(key), Value: bytes.Clone(payload), Blind: true, AtCommit: encoding})
@@ -236,14 +236,19 @@ func (t *Txn) write(w Write) error {
 }
 
 // Append appends events to stream if its revision as of the transaction's position
-// (and after the transaction's own appends) meets expected, else returns an
-// *eventstore.WrongExpectedVersionError; the stream's version is checked at Commit.
-func (t *Txn) Append(ctx context.Context, stream string, expected eventstore.ExpectedRevision, events ...pipeline.Event) error {
+// (and after the transaction's own appends) meets expected, else returns a
+// *revision.WrongExpectedVersionError (which is eventstore.WrongExpectedVersionError;
+// expected is an eventstore.ExpectedRevision too); the stream's version is checked at
+// Commit. The rules are the event store's, from package revision.
+func (t *Txn) Append(ctx context.Context, stream string, expected revision.Expected, events ...pipeline.Event) error {
 	if t.done {
 		return ErrTxnDone
 	}
 	if stream == "" {
 		return &ArgumentError{Op: "Txn.Append", Arg: "stream", Reason: "must not be empty"}
+	}
+	if !expected.Valid() {
+		return &ArgumentError{Op: "Txn.Append", Arg: "expected", Reason: "must be Any, NoStream, StreamExists or Revision(n)"}
 	}
 	if len(events) == 0 {
 		return &ArgumentError{Op: "Txn.Append", Arg: "events", Reason: "at least one event is required"}
@@ -263,23 +268,19 @@ func (t *Txn) Append(ctx context.Context, stream string, expected eventstore.Exp
 		}
 		t.streams[stream] = s
 	}
-	exists := s.next > 0
-	if !expectationHolds(expected, s.next, exists) {
-		if pos, err := t.alreadyAppended(ctx, stream, expected, s.next, events); err != nil || pos > 0 {
+	last, exists := s.next-1, s.next > 0
+	if wrong := revision.Check(stream, expected, last, exists); wrong != nil {
+		if pos, err := t.alreadyAppended(ctx, stream, expected, last, exists, events); err != nil || pos > 0 {
 			if !t.appended(stream) {
 				delete(t.streams, stream)
 			}
 			t.already = max(t.already, pos)
 			return err
 		}
-		actual := eventstore.NoStream
-		if exists {
-			actual = eventstore.Revision(s.next - 1)
-		}
 		if !t.appended(stream) {
 			delete(t.streams, stream) // not appended to: nothing to check at Commit
 		}
-		return &eventstore.WrongExpectedVersionError{Stream: stream, Expected: expected, Actual: actual}
+		return wrong
 	}
 	for _, e := range events {
 		t.events = append(t.events, Event{Stream: stream, Revision: s.next, Event: e})
@@ -290,22 +291,18 @@ func (t *Txn) Append(ctx context.Context, stream string, expected eventstore.Exp
 
 // alreadyAppended reports the position of the commit that appended events already,
 // when they all have IDs and are the stream's events at the revisions expected
-// (eventstore's idempotent retry: an append whose acknowledgement was lost, sent
-// again), or 0.
-func (t *Txn) alreadyAppended(ctx context.Context, stream string, expected eventstore.ExpectedRevision, next uint64, events []pipeline.Event) (uint64, error) {
+// (revision.RetryFrom: the event store's idempotent retry, an append whose
+// acknowledgement was lost, sent again), or 0. It is asked only once the expectation
+// failed, so an append expecting Any is never taken for a retry.
+func (t *Txn) alreadyAppended(ctx context.Context, stream string, expected revision.Expected, last uint64, exists bool, events []pipeline.Event) (uint64, error) {
 	for _, e := range events {
 		if e.ID == "" {
 			return 0, nil
 		}
 	}
 	n := uint64(len(events))
-	var first uint64
-	if rev, exact := expected.Exact(); exact {
-		first = rev + 1
-	} else if expected != eventstore.NoStream {
-		return 0, nil
-	}
-	if first+n > next {
+	first, ok := revision.RetryFrom(expected, last, exists, n)
+	if !ok {
 		return 0, nil
 	}
 	got, err := t.p.ReadStream(ctx, stream, first, int(n))
@@ -326,22 +323,6 @@ func (t *Txn) appended(stream string) bool {
 		if e.Stream == stream {
 			return true
 		}
-	}
-	return false
-}
-
-// expectationHolds applies expected to a stream whose next revision is next.
-func expectationHolds(expected eventstore.ExpectedRevision, next uint64, exists bool) bool {
-	if rev, exact := expected.Exact(); exact {
-		return exists && rev == next-1
-	}
-	switch expected {
-	case eventstore.Any:
-		return true
-	case eventstore.NoStream:
-		return !exists
-	case eventstore.StreamExists:
-		return exists
 	}
 	return false
 }

@@ -31,13 +31,13 @@ import (
 //     reported by the engine (LastPosition falls back on it when the engine cannot
 //     answer, and the subscription-lag gauge reads it).
 type DB struct {
-	cfg    Config
-	eng    Engine
-	name   string // eng.Name(), read once
+	cfg  Config
+	eng  Engine
+	name string // eng.Name(), read once
 	// readOnly is set when the engine was opened for reading only (OpenReadOnly,
 	// OpenSecondary): every write fails with ErrReadOnly.
 	readOnly bool
-	tracer trace.Tracer
+	tracer   trace.Tracer
 
 	closing   atomic.Bool
 	closeDone chan struct{} // closed when the first Close returns

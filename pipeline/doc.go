@@ -91,7 +91,7 @@
 //     never a missed one; WaitForPosition lets a layer that found a record of such a
 //     commit wait until its entry is published.
 //   - Empty keys are refused (*ArgumentError); keys are at most 64 KiB and values at
-//     most 1 GiB (storage.MaxKeySize, storage.MaxValueSize).
+//     most 1 GiB (MaxKeySize, MaxValueSize).
 //   - A write that fails after its position was assigned leaves a filler entry at that
 //     position (Filler is true, no events, no writes); if even that fails the database
 //     stops (ErrStopped) and the next Open fills the gap.

@@ -59,6 +59,13 @@ var (
 	// ErrColumnFamilyDropped: the column family was dropped; transactions that touch it
 	// are refused whole.
 	ErrColumnFamilyDropped = errors.New("rockline: column family dropped")
+	// ErrTooLarge is matched by an *ArgumentError for a key or value over MaxKeySize or
+	// MaxValueSize, and by the storage layer's limit errors: it is storage.ErrTooLarge.
+	ErrTooLarge = storage.ErrTooLarge
+	// ErrForeignFamily is matched by an *ArgumentError for a column family, or a
+	// transaction, of another database than the one called (a layer such as the event
+	// store refuses a foreign transaction with it too): it is storage.ErrForeignFamily.
+	ErrForeignFamily = storage.ErrForeignFamily
 )
 
 // ConfigError names one refused setting: Field is the Config field as written

@@ -63,7 +63,7 @@ func (db *DB) family(op string, c *ColumnFamily) (EngineFamily, error) {
 	case c.db != db && c.db != nil && c.f == nil: // Default() of another, closed database
 		return nil, fmt.Errorf("rockline: %s: column family of a closed database: %w", op, ErrClosed)
 	case c.db != db:
-		return nil, &ArgumentError{Op: op, Arg: "column family", Reason: fmt.Sprintf("%q belongs to another database", c.Name()), Err: storage.ErrForeignFamily}
+		return nil, &ArgumentError{Op: op, Arg: "column family", Reason: fmt.Sprintf("%q belongs to another database", c.Name()), Err: ErrForeignFamily}
 	case c.f == nil || db.closing.Load():
 		return nil, ErrClosed
 	}

@@ -16,9 +16,32 @@ import (
 
 var ctx = context.Background()
 
-// positionValue is a PositionedValue: the position, big-endian, then the payload.
-func positionValue(dst []byte, pos uint64, payload []byte) []byte {
+// appendPosition makes a positioned value: the position, big-endian, then the payload.
+func appendPosition(dst []byte, pos uint64, payload []byte) []byte {
 	return append(binary.BigEndian.AppendUint64(dst, pos), payload...)
+}
+
+// positionValue is appendPosition as a PositionedValue made by NewPositionedValue.
+var positionValue = pipeline.NewPositionedValue("test.position", appendPosition)
+
+// positionCodec is appendPosition as a PositionedValue of its own type.
+type positionCodec struct{}
+
+func (positionCodec) Name() string { return "test.position" }
+
+func (positionCodec) Append(dst []byte, pos uint64, payload []byte) []byte {
+	return appendPosition(dst, pos, payload)
+}
+
+var _ pipeline.PositionedValue = positionCodec{}
+
+func TestNewPositionedValue(t *testing.T) {
+	if got := positionValue.Name(); got != "test.position" {
+		t.Errorf("Name = %q", got)
+	}
+	if got, want := positionValue.Append([]byte("x"), 7, []byte("p")), appendPosition([]byte("x"), 7, []byte("p")); string(got) != string(want) {
+		t.Errorf("Append = %x, want %x", got, want)
+	}
 }
 
 // TestPutAtCommit: a PutAtCommit write gets its commit's position, lands with the
@@ -45,7 +68,7 @@ func TestPutAtCommit(t *testing.T) {
 				t.Fatal(err)
 			}
 			pos := db.LastPosition()
-			want := string(positionValue(nil, pos, []byte("/payload")))
+			want := string(appendPosition(nil, pos, []byte("/payload")))
 			if got := mustGet(t, db, cf, "at"); got != want {
 				t.Errorf("value = %x, want %x (position %d)", got, want, pos)
 			}
@@ -62,13 +85,13 @@ func TestPutAtCommit(t *testing.T) {
 			}
 
 			only := db.Begin()
-			if err := only.PutAtCommit(cf, []byte("alone"), nil, positionValue); err != nil {
+			if err := only.PutAtCommit(cf, []byte("alone"), nil, positionCodec{}); err != nil {
 				t.Fatal(err)
 			}
 			if err := mode.commit(only); err != nil {
 				t.Fatal(err)
 			}
-			if got, want := mustGet(t, db, cf, "alone"), string(positionValue(nil, pos+1, nil)); got != want {
+			if got, want := mustGet(t, db, cf, "alone"), string(appendPosition(nil, pos+1, nil)); got != want {
 				t.Errorf("a commit with only a PutAtCommit wrote %x, want %x at position %d", got, want, pos+1)
 			}
 		})
@@ -111,7 +134,7 @@ func TestPutAtCommitConcurrent(t *testing.T) {
 			for w := range workers {
 				for i, pos := range positions[w] {
 					got := mustGet(t, db, cf, fmt.Sprintf("w%d/%d", w, i))
-					if want := string(positionValue(nil, pos, nil)); got != want {
+					if want := string(appendPosition(nil, pos, nil)); got != want {
 						t.Fatalf("worker %d commit %d at position %d wrote %x", w, i, pos, got)
 					}
 				}
@@ -129,6 +152,7 @@ func TestPutAtCommitArguments(t *testing.T) {
 	tx := db.Begin()
 	defer tx.Discard()
 	wantArgumentError(t, "nil value", tx.PutAtCommit(cf, []byte("k"), nil, nil), "value")
+	wantArgumentError(t, "nil function", tx.PutAtCommit(cf, []byte("k"), nil, pipeline.NewPositionedValue("x", nil)), "value")
 	wantArgumentError(t, "empty key", tx.PutAtCommit(cf, nil, nil, positionValue), "key")
 	wantArgumentError(t, "nil family", tx.PutAtCommit(nil, []byte("k"), nil, positionValue), "column family")
 	if err := tx.Commit(ctx); err != nil {

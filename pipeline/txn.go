@@ -10,7 +10,6 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/rockline/rockline/storage"
 	"github.com/rockline/rockline/tracing"
 )
 
@@ -77,15 +76,15 @@ func checkKey(op string, key []byte) error {
 	if len(key) == 0 {
 		return &ArgumentError{Op: op, Arg: "key", Reason: "must not be empty"}
 	}
-	if len(key) > storage.MaxKeySize {
-		return &ArgumentError{Op: op, Arg: "key", Reason: fmt.Sprintf("%d bytes exceeds the limit of %d", len(key), storage.MaxKeySize), Err: storage.ErrTooLarge}
+	if len(key) > MaxKeySize {
+		return &ArgumentError{Op: op, Arg: "key", Reason: fmt.Sprintf("%d bytes exceeds the limit of %d", len(key), MaxKeySize), Err: ErrTooLarge}
 	}
 	return nil
 }
 
 func checkValue(op string, value []byte) error {
-	if len(value) > storage.MaxValueSize {
-		return &ArgumentError{Op: op, Arg: "value", Reason: fmt.Sprintf("%d bytes exceeds the limit of %d", len(value), storage.MaxValueSize), Err: storage.ErrTooLarge}
+	if len(value) > MaxValueSize {
+		return &ArgumentError{Op: op, Arg: "value", Reason: fmt.Sprintf("%d bytes exceeds the limit of %d", len(value), MaxValueSize), Err: ErrTooLarge}
 	}
 	return nil
 }
@@ -136,7 +135,7 @@ func (t *Txn) writable(op string, cf *ColumnFamily) (EngineFamily, error) {
 }
 
 // Put buffers key=value in cf. The key must be 1..64 KiB and the value at most 1 GiB
-// (storage.MaxKeySize, storage.MaxValueSize); key and value are copied.
+// (MaxKeySize, MaxValueSize); key and value are copied.
 func (t *Txn) Put(cf *ColumnFamily, key, value []byte) error {
 	const op = "Txn.Put"
 	f, err := t.writable(op, cf)
@@ -216,8 +215,8 @@ func (t *Txn) DeleteRange(cf *ColumnFamily, start, end []byte) error {
 // uses it for records whose key is owned by a write that is checked (the event store
 // writes a stream's head with Put and the head's new events with PutAtCommit). A
 // transaction with only PutAtCommit writes still gets a position. key and payload are
-// copied; key and the value made must fit storage.MaxKeySize and storage.MaxValueSize
-// (a value over the limit fails the commit with an *ArgumentError).
+// copied; key and the value made must fit MaxKeySize and MaxValueSize (a value over
+// the limit fails the commit with an *ArgumentError).
 func (t *Txn) PutAtCommit(cf *ColumnFamily, key, payload []byte, value PositionedValue) error {
 	const op = "Txn.PutAtCommit"
 	f, err := t.writable(op, cf)
@@ -229,6 +228,9 @@ func (t *Txn) PutAtCommit(cf *ColumnFamily, key, payload []byte, value Positione
 	}
 	if value == nil {
 		return &ArgumentError{Op: op, Arg: "value", Reason: "must not be nil"}
+	}
+	if fv, ok := value.(funcValue); ok && fv.fn == nil {
+		return &ArgumentError{Op: op, Arg: "value", Reason: "has a nil function"}
 	}
 	return t.eng.PutAtCommit(f, key, payload, value)
 }

@@ -14,7 +14,7 @@ func TestLibraryLinksAPIOnly(t *testing.T) {
 	if err != nil {
 		t.Skip("no go command on PATH to list dependencies with")
 	}
-	libs := []string{"pipeline", "pipeline/pipelinefx", "eventstore", "partitioned", "storage", "validators", "lanes", "tracing"}
+	libs := []string{"pipeline", "pipeline/pipelinefx", "eventstore", "eventstore/eventstorefx", "eventstore/revision", "partitioned", "storage", "validators", "lanes", "tracing"}
 	for _, lib := range libs {
 		out, err := exec.Command(gobin, "list", "-deps", "github.com/rockline/rockline/"+lib).CombinedOutput()
 		if err != nil {

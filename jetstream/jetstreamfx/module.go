@@ -1,13 +1,14 @@
 // Package jetstreamfx provides a rockline database on NATS JetStream to applications
-// wired with go.uber.org/fx: the same *pipeline.DB and *eventstore.Store that
-// pipelinefx provides on the local engine, so an application moves from one machine
-// to a cluster by swapping the module and its settings, nothing else.
+// wired with go.uber.org/fx: the same *pipeline.DB that pipelinefx provides on the
+// local engine, so an application moves from one machine to a cluster by swapping the
+// module and its settings, nothing else (the layers' modules, such as
+// eventstore/eventstorefx for the event store, take the DB from the graph either way).
 //
 // Module needs a Settings value (the servers to connect to, the partition and the
 // pipeline.Config) and optionally a *nats.Conn, a trace.TracerProvider and a
 // metric.MeterProvider from the graph. Given a connection, it uses it and leaves it
 // open; otherwise it connects to Settings.URL and closes that connection after the
-// database. It provides *pipeline.DB and *eventstore.Store and nothing else.
+// database. It provides *pipeline.DB and nothing else.
 //
 // The constructor connects and opens the partition (creating its stream when
 // missing) within Settings.OpenTimeout, so an unreachable cluster or a bad setting
@@ -17,7 +18,6 @@ package jetstreamfx
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -26,12 +26,11 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/fx"
 
-	"github.com/rockline/rockline/eventstore"
 	"github.com/rockline/rockline/jetstream"
 	"github.com/rockline/rockline/pipeline"
 )
 
-// Module provides *pipeline.DB and *eventstore.Store on a JetStream partition.
+// Module provides *pipeline.DB on a JetStream partition.
 var Module = fx.Module("rockline-jetstream", fx.Provide(New))
 
 // DefaultOpenTimeout bounds connecting and opening the partition when
@@ -79,12 +78,11 @@ type Params struct {
 type Result struct {
 	fx.Out
 
-	DB    *pipeline.DB
-	Store *eventstore.Store
+	DB *pipeline.DB
 }
 
-// New connects (unless the graph provides a connection), opens the partition, the DB
-// on it and its event store, and registers their Close on the lifecycle. Providers
+// New connects (unless the graph provides a connection), opens the partition and the
+// DB on it, and registers their Close on the lifecycle. Providers
 // from the graph override Settings.Config's when set.
 func New(p Params) (Result, error) {
 	s := p.Settings
@@ -123,12 +121,6 @@ func New(p Params) (Result, error) {
 		closeConn()
 		return Result{}, fmt.Errorf("jetstreamfx: open partition %q: %w", s.Partition.Stream, err)
 	}
-	store, err := eventstore.New(db)
-	if err != nil {
-		err = errors.Join(fmt.Errorf("jetstreamfx: event store: %w", err), db.Close())
-		closeConn()
-		return Result{}, err
-	}
 	p.Lifecycle.Append(fx.Hook{OnStop: func(ctx context.Context) error {
 		return closeWithin(ctx, func() error {
 			err := db.Close()
@@ -136,7 +128,7 @@ func New(p Params) (Result, error) {
 			return err
 		})
 	}})
-	return Result{DB: db, Store: store}, nil
+	return Result{DB: db}, nil
 }
 
 // closeWithin runs close, waiting at most until ctx ends; close keeps going in the

@@ -18,6 +18,7 @@ import (
 	"go.uber.org/fx/fxtest"
 
 	"github.com/rockline/rockline/eventstore"
+	"github.com/rockline/rockline/eventstore/eventstorefx"
 	"github.com/rockline/rockline/examples/orders/ordersapp"
 	"github.com/rockline/rockline/jetstream"
 	"github.com/rockline/rockline/jetstream/jetstreamfx"
@@ -39,8 +40,8 @@ func partition() jetstream.Config {
 }
 
 // TestStartCommitStop: the module connects to the cluster, opens the partition and
-// provides a DB and an event store that commit through JetStream with the commit
-// span; stopping the app closes the DB and its own connection.
+// provides a DB that commits through JetStream with the commit span, on which
+// eventstorefx provides the event store; stopping the app closes the DB and its own connection.
 func TestStartCommitStop(t *testing.T) {
 	rec := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
@@ -50,6 +51,7 @@ func TestStartCommitStop(t *testing.T) {
 		fx.Supply(jetstreamfx.Settings{URL: strings.Join(cluster.URLs(), ","), Partition: partition()}),
 		fx.Supply(fx.Annotate(tp, fx.As(new(trace.TracerProvider)))),
 		jetstreamfx.Module,
+		eventstorefx.Module,
 		fx.Populate(&db, &es),
 	)
 	app.RequireStart()

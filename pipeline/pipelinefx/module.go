@@ -3,28 +3,26 @@
 //
 // Module needs a Settings value (the folder and the pipeline.Config) and optionally a
 // trace.TracerProvider and a metric.MeterProvider from the graph; without them the
-// database uses otel's global providers. It provides *pipeline.DB and the database's
-// *eventstore.Store, and nothing else: it never provides what it does not own (no
-// logger, no providers). The database is
-// opened by the constructor, so a bad configuration fails the application's start with
-// the *pipeline.ConfigError, and it is closed by an OnStop hook that drains the commit
-// lanes within the stop deadline.
+// database uses otel's global providers. It provides *pipeline.DB and nothing else: it
+// never provides what it does not own (no logger, no providers, no layer built on the
+// database; the event store's module is eventstore/eventstorefx, which takes the
+// *pipeline.DB this module provides). The database is opened by the constructor, so a
+// bad configuration fails the application's start with the *pipeline.ConfigError, and
+// it is closed by an OnStop hook that drains the commit lanes within the stop deadline.
 package pipelinefx
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/fx"
 
-	"github.com/rockline/rockline/eventstore"
 	"github.com/rockline/rockline/pipeline"
 )
 
-// Module provides *pipeline.DB and *eventstore.Store.
+// Module provides *pipeline.DB.
 var Module = fx.Module("rockline", fx.Provide(New))
 
 // Settings tell the module where the database lives and how to open it.
@@ -47,12 +45,10 @@ type Params struct {
 type Result struct {
 	fx.Out
 
-	DB    *pipeline.DB
-	Store *eventstore.Store
+	DB *pipeline.DB
 }
 
-// New opens the database and its event store and registers the database's Close on
-// the lifecycle. Providers from the
+// New opens the database and registers its Close on the lifecycle. Providers from the
 // graph override Settings.Config's when set.
 func New(p Params) (Result, error) {
 	cfg := p.Settings.Config
@@ -66,12 +62,8 @@ func New(p Params) (Result, error) {
 	if err != nil {
 		return Result{}, fmt.Errorf("pipelinefx: open %s: %w", p.Settings.Dir, err)
 	}
-	store, err := eventstore.New(db)
-	if err != nil {
-		return Result{}, errors.Join(fmt.Errorf("pipelinefx: event store of %s: %w", p.Settings.Dir, err), db.Close())
-	}
 	p.Lifecycle.Append(fx.Hook{OnStop: func(ctx context.Context) error { return closeWithin(ctx, db) }})
-	return Result{DB: db, Store: store}, nil
+	return Result{DB: db}, nil
 }
 
 // closeWithin closes db, waiting at most until ctx ends. Close keeps draining in the

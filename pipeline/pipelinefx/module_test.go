@@ -14,7 +14,6 @@ import (
 	"go.uber.org/fx/fxtest"
 	"go.uber.org/goleak"
 
-	"github.com/rockline/rockline/eventstore"
 	"github.com/rockline/rockline/pipeline"
 	"github.com/rockline/rockline/pipeline/pipelinefx"
 )
@@ -100,21 +99,4 @@ func TestValidateApp(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-}
-
-// TestProvidesEventStore: the module provides the database's event store, usable while
-// the app runs; its streams are in the database the module provides.
-func TestProvidesEventStore(t *testing.T) {
-	var db *pipeline.DB
-	var es *eventstore.Store
-	app := fxtest.New(t, settings(t, pipeline.Config{}), pipelinefx.Module, fx.Populate(&db, &es))
-	app.RequireStart()
-	res, err := es.Append(context.Background(), "s", eventstore.NoStream, eventstore.Event{Type: "t"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if es.DB() != db || db.LastPosition() != res.Position {
-		t.Errorf("the store appended at %d to another database (last position %d)", res.Position, db.LastPosition())
-	}
-	app.RequireStop()
 }

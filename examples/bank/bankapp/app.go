@@ -16,6 +16,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/fx"
 
+	"github.com/rockline/rockline/eventstore/eventstorefx"
 	"github.com/rockline/rockline/pipeline"
 	"github.com/rockline/rockline/pipeline/pipelinefx"
 	"github.com/rockline/rockline/tracing/otelsetup"
@@ -32,9 +33,10 @@ type Config struct {
 }
 
 // Options is the bank's fx graph: telemetry (providers plus a Prometheus registry), the
-// rockline database and event store (pipelinefx.Module, fed the providers), the Bank,
-// its Activity read model, the handler and the HTTP server. Stop runs in reverse: the server drains, the database closes, then
-// the providers flush. A non-loopback Addr fails the app before anything is opened.
+// rockline database (pipelinefx.Module, fed the providers) and its event store
+// (eventstorefx.Module), the Bank, its Activity read model, the handler and the HTTP
+// server. Stop runs in reverse: the server drains, the database closes, then the
+// providers flush. A non-loopback Addr fails the app before anything is opened.
 func Options(cfg Config) fx.Option {
 	if err := CheckLoopback(cfg.Addr); err != nil {
 		return fx.Error(err)
@@ -51,6 +53,7 @@ func Options(cfg Config) fx.Option {
 			NewServer,
 		),
 		pipelinefx.Module,
+		eventstorefx.Module,
 		fx.Invoke(func(*Server) {}),
 	)
 }

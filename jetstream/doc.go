@@ -7,8 +7,8 @@
 // pipeline.OpenEngine, or OpenDB here, gives a *pipeline.DB on JetStream and every
 // layer on the core's public API runs on it unchanged: the event store, projections,
 // the partitioned store (package partitioned, one rockline database per partition),
-// the fx module (package jetstreamfx). SCALEOUT.md in the project's shared design
-// folder holds the study behind it.
+// the fx module (package jetstreamfx). The module's README.md summarises the study
+// behind it: why JetStream, what a partition gives up, the durability it needs.
 //
 // # Packaging
 //

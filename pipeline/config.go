@@ -27,8 +27,16 @@ type Config struct {
 	// LaneQueueDepth is each lane's queue bound (1..1<<20; default 1024). A full lane
 	// blocks Commit until its context ends.
 	LaneQueueDepth int
-	// Validation is "parallel" (default) or "serial".
+	// Validation is "parallel" (default) or "serial": the built-in validator.
 	Validation string
+	// Validator, when set, makes the commit validator in place of a built-in one
+	// (Validation must then be empty): a validators.Validator written outside this
+	// module, given the local engine's validators.Env and the validators.Options made
+	// from Buckets and Checks. It must keep validators.Validator's contract (a commit
+	// lands whole or not at all, at the next dense position, and conflicts with every
+	// tracked key written after its read position); validators.Writer does the
+	// writing part of it. The database's Policy is the validator's.
+	Validator validators.Factory
 	// Buckets is the parallel validator's lock pool size (16..16,777,216; default
 	// 65,536, 512 KiB). Ignored, and not allocated, under "serial".
 	Buckets int
@@ -108,7 +116,7 @@ func (c Config) withDefaults() Config {
 	if c.LaneQueueDepth == 0 {
 		c.LaneQueueDepth = d.LaneQueueDepth
 	}
-	if c.Validation == "" {
+	if c.Validation == "" && c.Validator == nil {
 		c.Validation = d.Validation
 	}
 	if c.Buckets == 0 {
@@ -126,13 +134,16 @@ func (c Config) withDefaults() Config {
 // Validate checks every field, in declaration order, and returns the first problem as
 // a *ConfigError naming the field, the value and the valid range. It applies nothing.
 func (c Config) Validate() error {
+	if c.Validator != nil && c.Validation != "" {
+		return &ConfigError{Field: "Validation", Value: c.Validation, Expected: `empty when Validator is set`}
+	}
 	c = c.withDefaults()
 	switch {
 	case c.Lanes < 1 || c.Lanes > maxLanes:
 		return &ConfigError{Field: "Lanes", Value: c.Lanes, Expected: "between 1 and 64"}
 	case c.LaneQueueDepth < 1 || c.LaneQueueDepth > maxQueueDepth:
 		return &ConfigError{Field: "LaneQueueDepth", Value: c.LaneQueueDepth, Expected: "between 1 and 1048576"}
-	case c.Validation != Parallel && c.Validation != Serial:
+	case c.Validator == nil && c.Validation != Parallel && c.Validation != Serial:
 		return &ConfigError{Field: "Validation", Value: c.Validation, Expected: `"parallel" or "serial"`}
 	case c.Buckets < validators.MinBuckets || c.Buckets > validators.MaxBuckets:
 		return &ConfigError{Field: "Buckets", Value: c.Buckets, Expected: "between 16 and 16777216"}

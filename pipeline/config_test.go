@@ -1,6 +1,7 @@
 package pipeline_test
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/rockline/rockline/pipeline"
 	"github.com/rockline/rockline/storage"
+	"github.com/rockline/rockline/validators"
 )
 
 // TestConfigInvalid: every out-of-range field makes Open return a *ConfigError that
@@ -125,5 +127,55 @@ func TestConfigErrorFromStorage(t *testing.T) {
 	}
 	if want := `rockline: dir = "": expected a folder name`; err.Error() != want {
 		t.Errorf("message %q, want %q", err, want)
+	}
+}
+
+// TestConfigValidator: a validator plugged in through Config.Validator replaces the
+// built-in policy (Validation must stay empty), a factory's error fails Open naming
+// the field, and a factory that returns no validator is refused.
+func TestConfigValidator(t *testing.T) {
+	failing := errors.New("no validator today")
+	tests := []struct {
+		name string
+		cfg  pipeline.Config
+		want string // in the error
+		is   error
+	}{
+		{"with Validation", pipeline.Config{Validation: pipeline.Serial, Validator: builtIn(pipeline.Serial)}, "Validation", pipeline.ErrInvalidConfig},
+		{"failing factory", pipeline.Config{Validator: func(validators.Env, validators.Options) (validators.Validator, error) { return nil, failing }}, "Config.Validator", failing},
+		{"nil validator", pipeline.Config{Validator: func(validators.Env, validators.Options) (validators.Validator, error) { return nil, nil }}, "Validator", pipeline.ErrInvalidConfig},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "db")
+			db, err := pipeline.Open(dir, tc.cfg)
+			if err == nil {
+				db.Close()
+				t.Fatal("Open succeeded")
+			}
+			if !errors.Is(err, tc.is) || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("Open: %v; want an error matching %v that names %q", err, tc.is, tc.want)
+			}
+		})
+	}
+	t.Run("in use", func(t *testing.T) {
+		db, err := pipeline.Open(t.TempDir(), pipeline.Config{Validator: builtIn(pipeline.Serial)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		if got := db.Policy(); got != pipeline.Serial {
+			t.Errorf("Policy() = %q, want the plugged validator's %q", got, pipeline.Serial)
+		}
+		if err := db.Update(context.Background(), func(tx *pipeline.Txn) error { return tx.Put(db.Default(), []byte("k"), []byte("v")) }); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// builtIn is a factory for a built-in policy, as an outside validator's would be.
+func builtIn(policy string) validators.Factory {
+	return func(env validators.Env, o validators.Options) (validators.Validator, error) {
+		return validators.New(policy, env, o)
 	}
 }

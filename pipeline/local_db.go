@@ -174,10 +174,17 @@ func open(dir string, cfg Config, mode openMode) (*localDB, error) {
 		}
 		db.seq.useViews(st.NewSnapshot, initial)
 	}
-	db.val, err = validators.New(cfg.Validation, db.validatorEnv(), validators.Options{
-		Buckets: cfg.Buckets,
-		Checks:  db.validatorChecks(),
-	})
+	vo := validators.Options{Buckets: cfg.Buckets, Checks: db.validatorChecks()}
+	if cfg.Validator != nil {
+		db.val, err = cfg.Validator(db.validatorEnv(), vo)
+		if err != nil {
+			err = fmt.Errorf("rockline: Config.Validator: %w", err)
+		} else if db.val == nil {
+			err = &ConfigError{Field: "Validator", Value: "a nil validator", Expected: "a validators.Validator"}
+		}
+	} else {
+		db.val, err = validators.New(cfg.Validation, db.validatorEnv(), vo)
+	}
 	if err != nil {
 		st.Close()
 		return nil, err

@@ -64,6 +64,17 @@
 // creation or drop). Applications write checks against pipeline.Check, which the
 // pipeline adapts to this package's form.
 //
+// # Validators from outside
+//
+// A database takes a validator made outside this package too (pipeline's
+// Config.Validator, a Factory): anything that keeps Validator's contract over the Env
+// and Options it is given. Writer is the writing half of that contract, the writer
+// queue the built-in policies use: an outside validator decides which commits may
+// land (conflicts against positions it records, Options.Checks, the context) and
+// hands the survivors to a Writer, which assigns positions, writes, fills and
+// publishes. test/lockvalidator in the repository is one, run by the conformance
+// suite and the model test beside the built-in policies.
+//
 // # Positions and failures
 //
 // Positions are assigned only by the writer queue's leader, one group at a time, and

@@ -154,8 +154,10 @@ func (c *core) writeSurvivors(survivors []*Request, sc *groupScratch) {
 		}
 		return
 	}
-	for i, r := range survivors {
-		c.table.record(r.Commit.Writes, first+uint64(i))
+	if c.table != nil { // a Writer's core keeps none
+		for i, r := range survivors {
+			c.table.record(r.Commit.Writes, first+uint64(i))
+		}
 	}
 	if err := c.env.Positions.Publish(first, last); err != nil {
 		for _, r := range survivors {

@@ -53,7 +53,7 @@ func TestKillChild(t *testing.T) {
 	if err := json.Unmarshal([]byte(os.Getenv(childOpsEnv)), &ops); err != nil {
 		t.Fatalf("child: ops: %v", err)
 	}
-	db, err := pipeline.Open(dir, pipeline.Config{})
+	db, err := pipeline.Open(dir, modelConfig())
 	if err != nil {
 		t.Fatalf("child: Open: %v", err)
 	}

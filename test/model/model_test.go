@@ -19,6 +19,7 @@ import (
 
 	"github.com/rockline/rockline/eventstore"
 	"github.com/rockline/rockline/pipeline"
+	"github.com/rockline/rockline/test/lockvalidator"
 )
 
 func TestMain(m *testing.M) {
@@ -45,7 +46,30 @@ var (
 // -rapid.failfile=... or -rapid.seed=..., and rapid shrinks it to a short sequence.
 // ROCKLINE_MODEL_CHECKS and ROCKLINE_MODEL_STEPS scale the run (make crash runs the long
 // form).
-func TestModel(t *testing.T) {
+func TestModel(t *testing.T) { runModel(t) }
+
+// TestModelOutsideValidator runs the model test on databases whose validator was
+// written outside the validators package (test/lockvalidator), plugged in through
+// Config.Validator: the kill child opens its database the same way.
+func TestModelOutsideValidator(t *testing.T) {
+	t.Setenv(validatorEnv, lockvalidator.Policy)
+	runModel(t)
+}
+
+// validatorEnv names the validator the databases of a run use: empty for the
+// built-in default, lockvalidator.Policy for the outside one. It reaches the kill
+// child through the environment.
+const validatorEnv = "ROCKLINE_MODEL_VALIDATOR"
+
+// modelConfig is the Config every database of the run opens with.
+func modelConfig() pipeline.Config {
+	if os.Getenv(validatorEnv) == lockvalidator.Policy {
+		return pipeline.Config{Validator: lockvalidator.New}
+	}
+	return pipeline.Config{}
+}
+
+func runModel(t *testing.T) {
 	checks := envInt(t, "ROCKLINE_MODEL_CHECKS", 12)
 	steps := envInt(t, "ROCKLINE_MODEL_STEPS", 40)
 	for name, v := range map[string]int{"rapid.checks": checks, "rapid.steps": steps} {
@@ -116,7 +140,7 @@ func newMachine(t *rapid.T, dir string) *machine {
 }
 
 func (m *machine) open(t *rapid.T) {
-	db, err := pipeline.Open(m.dir, pipeline.Config{})
+	db, err := pipeline.Open(m.dir, modelConfig())
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}
@@ -524,7 +548,7 @@ func (m *machine) replayCheckpoint(t *rapid.T) {
 		t.Skip("no checkpoint")
 	}
 	cp := m.cps[rapid.IntRange(0, len(m.cps)-1).Draw(t, "checkpoint")]
-	db, err := pipeline.Open(cp.dir, pipeline.Config{})
+	db, err := pipeline.Open(cp.dir, modelConfig())
 	if err != nil {
 		t.Fatalf("Open checkpoint: %v", err)
 	}

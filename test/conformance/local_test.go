@@ -19,8 +19,8 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // through Config.Validator.
 func TestLocalEngine(t *testing.T) {
 	configs := map[string]pipeline.Config{
-		pipeline.Parallel:   {Validation: pipeline.Parallel},
-		pipeline.Serial:     {Validation: pipeline.Serial},
+		pipeline.Parallel:    {Validation: pipeline.Parallel},
+		pipeline.Serial:      {Validation: pipeline.Serial},
 		lockvalidator.Policy: {Validator: lockvalidator.New},
 	}
 	for name, cfg := range configs {

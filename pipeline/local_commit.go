@@ -96,7 +96,7 @@ func (t *localTxn) commit(ctx context.Context, inline bool) (pos uint64, err err
 	if span.IsRecording() {
 		span.SetAttributes(tracing.AttrReads.Int(len(t.reads)), tracing.AttrBytes.Int(t.batch.Size()))
 	}
-	c := t.record()
+	r := t.record()
 	claimed, err := t.claim() // admit
 	if err != nil {
 		return 0, err
@@ -106,9 +106,9 @@ func (t *localTxn) commit(ctx context.Context, inline bool) (pos uint64, err err
 		h.AfterAdmit()
 	}
 	if inline {
-		pos, err = db.commitInline(ctx, c) // validate, write
+		pos, err = db.commitInline(ctx, r) // validate, write
 	} else {
-		pos, err = db.commitInLane(ctx, span, c) // lane, validate, write
+		pos, err = db.commitInLane(ctx, span, r) // lane, validate, write
 	}
 	if err != nil {
 		return 0, closedErr(err)
@@ -116,22 +116,22 @@ func (t *localTxn) commit(ctx context.Context, inline bool) (pos uint64, err err
 	return pos, db.publish(ctx, pos)
 }
 
-// commitInline validates and writes c on the caller's goroutine, holding the gate so
+// commitInline validates and writes r on the caller's goroutine, holding the gate so
 // Close waits for it.
-func (db *localDB) commitInline(ctx context.Context, c *validators.Commit) (uint64, error) {
+func (db *localDB) commitInline(ctx context.Context, r *commitRecord) (uint64, error) {
 	if err := db.enter(); err != nil {
 		return 0, err
 	}
 	defer db.leave()
-	return db.validate(ctx, c)
+	return db.validate(ctx, r)
 }
 
-// commitInLane hands c to a lane (or runs the lane's work here when it is idle) and
+// commitInLane hands r to a lane (or runs the lane's work here when it is idle) and
 // waits for its outcome. A full lane blocks until ctx ends; a closed one fails with
 // ErrClosed, nothing written.
-func (db *localDB) commitInLane(ctx context.Context, span trace.Span, c *validators.Commit) (uint64, error) {
-	tk := &task{ctx: ctx, c: c, done: make(chan struct{}), queuedAt: time.Now()}
-	tk.queued = db.stageSpan(ctx, tracing.SpanLaneWait)
+func (db *localDB) commitInLane(ctx context.Context, span trace.Span, r *commitRecord) (uint64, error) {
+	r.req.Ctx, r.done, r.queuedAt = ctx, make(chan struct{}), time.Now()
+	r.queued = db.stageSpan(ctx, tracing.SpanLaneWait)
 	var afterSubmit func(lane int) // a test hook (internal/testhooks)
 	if h := db.cfg.hooks; h != nil {
 		afterSubmit = h.AfterSubmit
@@ -139,12 +139,12 @@ func (db *localDB) commitInLane(ctx context.Context, span trace.Span, c *validat
 	var lane int
 	var err error
 	if afterSubmit != nil {
-		lane, err = db.lanes.Submit(ctx, tk) // the hook wants to see every commit queued
+		lane, err = db.lanes.Submit(ctx, r) // the hook wants to see every commit queued
 	} else {
-		lane, _, err = db.lanes.SubmitOrRun(ctx, tk)
+		lane, _, err = db.lanes.SubmitOrRun(ctx, r)
 	}
 	if err != nil {
-		tk.queued.End()
+		r.queued.End()
 		if errors.Is(err, lanes.ErrClosed) {
 			err = ErrClosed
 		}
@@ -154,8 +154,8 @@ func (db *localDB) commitInLane(ctx context.Context, span trace.Span, c *validat
 	if afterSubmit != nil {
 		afterSubmit(lane)
 	}
-	<-tk.done
-	return tk.pos, tk.err
+	<-r.done
+	return r.req.Pos, r.req.Err
 }
 
 // publish waits until pos, and every position below it, is published.
@@ -225,17 +225,12 @@ func release(claimed []*storage.Family) {
 	}
 }
 
-// record builds the validator's view of the transaction.
-func (t *localTxn) record() *validators.Commit {
-	return &validators.Commit{
-		ReadPos:   t.readPos,
-		Reads:     t.reads,
-		Writes:    t.writes,
-		Ops:       t.ops,
-		Batch:     t.batch,
-		HasRecord: len(t.events) > 0 || len(t.positioned) > 0 || len(t.ranges) > 0,
-		Owner:     &commitOwner{entry: t.encodeEntry},
-	}
+// record builds the transaction's commit record.
+func (t *localTxn) record() *commitRecord {
+	r := newRecord(t.encodeEntry)
+	r.c.ReadPos, r.c.Reads, r.c.Writes, r.c.Ops, r.c.Batch = t.readPos, t.reads, t.writes, t.ops, t.batch
+	r.c.HasRecord = len(t.events) > 0 || len(t.positioned) > 0 || len(t.ranges) > 0
+	return r
 }
 
 // encodeEntry is the transaction's Env.Entry: it encodes the log entry with every event
@@ -273,17 +268,17 @@ func (t *localTxn) encodeEntry(b *storage.Batch, dst []byte, pos uint64, unixNan
 }
 
 // validate runs the validator on one commit with its stage spans and metrics.
-func (db *localDB) validate(ctx context.Context, c *validators.Commit) (uint64, error) {
-	st := db.newStageTrace(ctx, c)
-	pos, err := db.val.Commit(ctx, c)
+func (db *localDB) validate(ctx context.Context, r *commitRecord) (uint64, error) {
+	st := db.newStageTrace(ctx, r)
+	pos, err := db.val.Commit(ctx, &r.c)
 	st.finish(err)
 	return pos, err
 }
 
 // stageTrace times a commit's validate and write stages (metrics, and spans under a
-// recording commit span). The validator reports the stage boundaries through
-// validators.Env.Observe, on the goroutine that writes the commit's group; finish runs
-// after the validator returned, so the fields need no lock.
+// recording commit span). The validator reports the stage boundaries through the
+// commit record's Observe, on the goroutine that writes the commit's group; finish
+// runs after the validator returned, so the fields need no lock.
 type stageTrace struct {
 	db             *localDB
 	ctx            context.Context
@@ -292,13 +287,11 @@ type stageTrace struct {
 	start, checked time.Time
 }
 
-// newStageTrace opens the validate span and hangs the trace on c's owner, where
-// validators.Env.Observe finds it.
-func (db *localDB) newStageTrace(ctx context.Context, c *validators.Commit) *stageTrace {
-	st := &stageTrace{db: db, ctx: ctx, c: c, vs: db.stageSpan(ctx, tracing.SpanValidate), start: time.Now()}
-	if o, ok := c.Owner.(*commitOwner); ok {
-		o.trace = st
-	}
+// newStageTrace opens the validate span and hangs the trace on r, whose Observe
+// reports to it.
+func (db *localDB) newStageTrace(ctx context.Context, r *commitRecord) *stageTrace {
+	st := &stageTrace{db: db, ctx: ctx, c: &r.c, vs: db.stageSpan(ctx, tracing.SpanValidate), start: time.Now()}
+	r.trace = st
 	return st
 }
 

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/trace"
@@ -54,7 +53,7 @@ type localDB struct {
 	// Write, or WriteUnsynced under Config.Sync, whose fsync the sequencer runs.
 	writeCommit func(*storage.Batch) error
 	val         validators.Validator
-	lanes       *lanes.Lanes[*task]
+	lanes       *lanes.Lanes[*commitRecord]
 	fp          validators.Fingerprinter
 	tracer      trace.Tracer
 
@@ -307,43 +306,4 @@ func recoverLog(st *storage.DB, log *storage.Family, truncated uint64, fill bool
 
 func appendFiller(dst []byte, pos uint64) []byte {
 	return logentry.Append(dst, &logentry.Entry{Position: pos, Filler: true})
-}
-
-// task is one Commit travelling through a lane.
-//
-// The committing goroutine owns it until Submit, the lane's goroutine from runTask
-// until it closes done, and the committing goroutine again afterwards.
-type task struct {
-	ctx      context.Context
-	queuedAt time.Time
-	c        *validators.Commit
-	queued   trace.Span // rockline.lane.wait, ended when the lane picks the task up
-	trace    *stageTrace
-	pos      uint64
-	err      error
-	done     chan struct{}
-}
-
-// maxLaneBatch bounds how many queued commits a lane hands the validator at once.
-const maxLaneBatch = 64
-
-// runTasks is the lanes' run function, on the lane's goroutine: it hands the commits
-// queued in the lane to the validator as one group (validated in queue order, written
-// together where the policy allows) and wakes each committer.
-func (db *localDB) runTasks(_ int, tasks []*task) {
-	reqs := make([]validators.Request, len(tasks))
-	ptrs := make([]*validators.Request, len(tasks))
-	for i, t := range tasks {
-		t.queued.End()
-		db.metrics.stage(t.ctx, stageLaneWait, time.Since(t.queuedAt))
-		reqs[i] = validators.Request{Ctx: t.ctx, Commit: t.c}
-		ptrs[i] = &reqs[i]
-		t.trace = db.newStageTrace(t.ctx, t.c)
-	}
-	db.val.CommitGroup(ptrs)
-	for i, t := range tasks {
-		t.trace.finish(reqs[i].Err)
-		t.pos, t.err = reqs[i].Pos, reqs[i].Err
-		close(t.done)
-	}
 }

@@ -9,7 +9,6 @@ import (
 
 	"github.com/rockline/rockline/internal/logentry"
 	"github.com/rockline/rockline/storage"
-	"github.com/rockline/rockline/validators"
 )
 
 // CreateFamily is Engine.CreateFamily: the family with the options Config.Families
@@ -108,29 +107,24 @@ func (db *localDB) dropFamily(name string, done func(error)) error {
 func (db *localDB) recordFamily(readPos uint64, qualified string, drop bool) error {
 	sys := db.sys
 	marker := familyMarker(qualified)
-	c := &validators.Commit{
-		ReadPos:   readPos,
-		Batch:     storage.NewBatch(),
-		HasRecord: true,
-		System:    true,
-		Owner: &commitOwner{entry: func(b *storage.Batch, dst []byte, pos uint64, unixNano int64) ([]byte, error) {
-			w := logentry.Write{Family: sys.QualifiedName(), Key: marker, Delete: drop}
-			var err error
-			if drop {
-				err = b.Delete(sys, marker)
-			} else {
-				w.Value = []byte{1}
-				err = b.Put(sys, marker, w.Value)
-			}
-			if err != nil {
-				return nil, err
-			}
-			e := logentry.Entry{Position: pos, Time: unixNano, Writes: []logentry.Write{w},
-				Families: []logentry.FamilyOp{{Family: qualified, Drop: drop}}}
-			return logentry.Append(dst, &e), nil
-		}},
-	}
-	pos, err := db.validate(context.Background(), c)
+	r := newRecord(func(b *storage.Batch, dst []byte, pos uint64, unixNano int64) ([]byte, error) {
+		w := logentry.Write{Family: sys.QualifiedName(), Key: marker, Delete: drop}
+		var err error
+		if drop {
+			err = b.Delete(sys, marker)
+		} else {
+			w.Value = []byte{1}
+			err = b.Put(sys, marker, w.Value)
+		}
+		if err != nil {
+			return nil, err
+		}
+		e := logentry.Entry{Position: pos, Time: unixNano, Writes: []logentry.Write{w},
+			Families: []logentry.FamilyOp{{Family: qualified, Drop: drop}}}
+		return logentry.Append(dst, &e), nil
+	})
+	r.c.ReadPos, r.c.Batch, r.c.HasRecord, r.c.System = readPos, storage.NewBatch(), true, true
+	pos, err := db.validate(context.Background(), r)
 	if err != nil {
 		return err
 	}

@@ -8,12 +8,11 @@
 //
 // # Environment
 //
-// Everything a validator calls back into is one Env, given to New: the batch write
-// and the reads Checks make, the log family with its key and filler encodings, the
-// encoder of each commit's log entry and the observer of its stages (both given the
-// *Commit, whose Owner leads the caller back to its own state), and the Positions it
-// assigns and publishes. Each field's contract says who calls it and on which
-// goroutine. The pipeline's Env is backed by RocksDB and its sequencer; the tests'
+// Everything a validator calls back into is one Env, given to New (the batch write
+// and the reads Checks make, the log family with its key and filler encodings, and
+// the Positions it assigns and publishes), plus each commit's Record (the encoder of
+// its log entry and the observer of its stages), which the caller hangs on the
+// Commit. Each one's contract says who calls it and on which goroutine. The pipeline's Env is backed by RocksDB and its sequencer; the tests'
 // fake records every call, so the validators are tested without storage as well as
 // with it.
 //

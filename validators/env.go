@@ -7,8 +7,8 @@ import (
 )
 
 // Env is everything a validator calls back into, given once to New: storage writes
-// and reads, the log's key and filler encodings, each commit's log entry and stage
-// reports, and the source of log positions. The pipeline builds one per database; a
+// and reads, the log's key and filler encodings, and the source of log positions.
+// Each commit's own callbacks (its log entry, its stage reports) are its Record. The pipeline builds one per database; a
 // test builds a fake, so what a validator decides, assigns, writes and fills can be
 // checked without RocksDB (as Pebble tests its commit pipeline against a commitEnv).
 //
@@ -42,19 +42,6 @@ type Env struct {
 	// Filler appends the log entry of a filler (no events, no writes) at pos to dst
 	// and returns it. Writer; it must not fail. Required.
 	Filler func(dst []byte, pos uint64) []byte
-	// Entry appends the log entry of c at position pos, committed at unixNano, to dst
-	// and returns it. It may add to b writes that need the position (the caller's positioned writes);
-	// the entry it encodes must list them. Writer: once for each commit that passed
-	// validation, after its position was assigned, in position order; c.Owner leads
-	// back to the caller's state. An error fails the whole group's write, which is
-	// then filled. Required.
-	Entry func(c *Commit, b *storage.Batch, dst []byte, pos uint64, unixNano int64) ([]byte, error)
-	// Observe, when set, is told of each commit that passed validation: Validated
-	// just before its group is assigned positions and written, then Written once the
-	// write returned or was given up (whatever the outcome), once each, in that order.
-	// Writer; it must touch only c's own state (reached through c.Owner). The pipeline
-	// opens its validate and write stage spans from it.
-	Observe func(c *Commit, s Stage)
 }
 
 // Positions is the source of log positions as a validator sees it: the pipeline's
@@ -105,8 +92,6 @@ func (e *Env) check(checks bool) error {
 		missing = "LogKey"
 	case e.Filler == nil:
 		missing = "Filler"
-	case e.Entry == nil:
-		missing = "Entry"
 	case checks && e.Read == nil:
 		missing = "Read (Options.Checks are set)"
 	default:

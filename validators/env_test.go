@@ -325,7 +325,6 @@ func TestNewChecksEnv(t *testing.T) {
 		{"Log", func(e *Env) { e.Log = nil }, nil},
 		{"LogKey", func(e *Env) { e.LogKey = nil }, nil},
 		{"Filler", func(e *Env) { e.Filler = nil }, nil},
-		{"Entry", func(e *Env) { e.Entry = nil }, nil},
 		{"Read", func(e *Env) { e.Read = nil }, []Check{noCheck}},
 	}
 	for _, tc := range tests {
@@ -340,7 +339,7 @@ func TestNewChecksEnv(t *testing.T) {
 		})
 	}
 	env := newFakeEnv(t).env()
-	env.Read, env.Observe = nil, nil // optional without checks
+	env.Read = nil // optional without checks
 	if _, err := New(Parallel, env, Options{}); err != nil {
 		t.Errorf("New without the optional fields = %v", err)
 	}

@@ -12,7 +12,8 @@ import (
 // fakeEnv is an Env without storage. Every call a validator makes into it (and into
 // its fakePositions) goes into one ordered trace, so a test states what a validator
 // did, in order: "validated a", "assign 1+2", "entry a @1", "write 5", "written a",
-// "filler @1", "publish 1..2", "stop 1". A commit's Owner is its tag. Batches are real
+// "filler @1", "publish 1..2", "stop 1". A commit's Record is a fakeRecord with its
+// tag. Batches are real
 // storage.Batch values (built in Go memory) over zero Families, which need no RocksDB.
 type fakeEnv struct {
 	t         *testing.T
@@ -42,8 +43,39 @@ func newFakeEnv(t *testing.T) *fakeEnv {
 }
 
 func tag(c *Commit) string {
-	s, _ := c.Owner.(string)
-	return s
+	if r, ok := c.Record.(*fakeRecord); ok {
+		return r.tag
+	}
+	return ""
+}
+
+// fakeRecord is a commit's Record in the fake: its calls go into the env's trace.
+type fakeRecord struct {
+	e   *fakeEnv
+	tag string
+}
+
+func (r *fakeRecord) Entry(_ *storage.Batch, dst []byte, pos uint64, _ int64) ([]byte, error) {
+	e := r.e
+	e.trace.add("entry %s @%d", r.tag, pos)
+	e.mu.Lock()
+	fail := e.failEntry == r.tag
+	e.mu.Unlock()
+	if fail {
+		return dst, errEntry
+	}
+	return fmt.Appendf(dst, "entry %s", r.tag), nil
+}
+
+func (r *fakeRecord) Observe(s Stage) {
+	switch s {
+	case Validated:
+		r.e.trace.add("validated %s", r.tag)
+	case Written:
+		r.e.trace.add("written %s", r.tag)
+	default:
+		r.e.t.Errorf("Observe(%s, %d): unknown stage", r.tag, s)
+	}
 }
 
 // env returns the Env the validator under test is given.
@@ -78,26 +110,6 @@ func (e *fakeEnv) env() Env {
 			e.trace.add("filler @%d", pos)
 			return append(dst, "filler"...)
 		},
-		Entry: func(c *Commit, _ *storage.Batch, dst []byte, pos uint64, _ int64) ([]byte, error) {
-			e.trace.add("entry %s @%d", tag(c), pos)
-			e.mu.Lock()
-			fail := e.failEntry == tag(c)
-			e.mu.Unlock()
-			if fail {
-				return dst, errEntry
-			}
-			return fmt.Appendf(dst, "entry %s", tag(c)), nil
-		},
-		Observe: func(c *Commit, s Stage) {
-			switch s {
-			case Validated:
-				e.trace.add("validated %s", tag(c))
-			case Written:
-				e.trace.add("written %s", tag(c))
-			default:
-				e.t.Errorf("Observe(%s, %d): unknown stage", tag(c), s)
-			}
-		},
 	}
 }
 
@@ -113,7 +125,7 @@ type spec struct {
 // commit builds the Commit s describes, in the data family.
 func (e *fakeEnv) commit(s spec) *Commit {
 	e.t.Helper()
-	c := &Commit{ReadPos: s.readPos, Batch: storage.NewBatch(), Owner: s.tag}
+	c := &Commit{ReadPos: s.readPos, Batch: storage.NewBatch(), Record: &fakeRecord{e: e, tag: s.tag}}
 	for _, k := range s.reads {
 		c.Reads = append(c.Reads, e.fp.Of(1, []byte(k)))
 	}

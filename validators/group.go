@@ -3,6 +3,7 @@ package validators
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/rockline/rockline/storage"
@@ -21,6 +22,10 @@ type Request struct {
 // empty commit is done at position 0 without validation.
 func (r *Request) due() bool {
 	if r.Commit.empty() {
+		return false
+	}
+	if r.Commit.Record == nil {
+		r.Err = fmt.Errorf("%w: the commit has no Record", ErrInvalidEnv)
 		return false
 	}
 	if err := r.Ctx.Err(); err != nil {

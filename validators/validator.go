@@ -71,10 +71,28 @@ type Commit struct {
 	System bool
 	// Time is set by the validator to the commit time written in the log entry.
 	Time time.Time
-	// Owner is the caller's, opaque to the validator: Env.Entry and Env.Observe are
-	// given the Commit and find the caller's state for it (the pipeline's
-	// transaction, its stage trace) through Owner.
-	Owner any
+	// Record is the caller's side of the commit, which the writer calls back into:
+	// the encoder of its log entry and the observer of its stages. Required: a
+	// request whose commit has none fails with ErrInvalidEnv.
+	Record Record
+}
+
+// Record is the caller's side of one commit (the local engine's commit record, which
+// travels the whole commit path). Both methods are writer calls (see Env): they run
+// on the writer queue's leader, one goroutine at a time, and must touch only the
+// commit's own state.
+type Record interface {
+	// Entry appends the commit's log entry at position pos, committed at unixNano, to
+	// dst and returns it. It may add to b writes that need the position (the
+	// caller's positioned writes); the entry it encodes must list them. It is called
+	// once the commit passed validation and its position was assigned, in position
+	// order; an error fails the whole group's write, which is then filled.
+	Entry(b *storage.Batch, dst []byte, pos uint64, unixNano int64) ([]byte, error)
+	// Observe is told of the commit's stages: Validated just before its group is
+	// assigned positions and written, then Written once the write returned or was
+	// given up (whatever the outcome), once each, in that order. The pipeline opens
+	// its validate and write stage spans from it.
+	Observe(s Stage)
 }
 
 // Stage is a point in a commit's validation step reported to Env.Observe.
@@ -145,16 +163,12 @@ func (c *core) runChecks(ctx context.Context, cm *Commit, v View) error {
 	return nil
 }
 
-func (c *core) observe(cm *Commit, s Stage) {
-	if c.env.Observe != nil {
-		c.env.Observe(cm, s)
-	}
-}
+func (c *core) observe(cm *Commit, s Stage) { cm.Record.Observe(s) }
 
 // appendEntry adds the log entry of cm at pos to b.
 func (c *core) appendEntry(b *storage.Batch, cm *Commit, pos uint64, scratch []byte) ([]byte, error) {
 	key := c.env.LogKey(nil, pos)
-	scratch, err := c.env.Entry(cm, b, scratch[:0], pos, cm.Time.UnixNano())
+	scratch, err := cm.Record.Entry(b, scratch[:0], pos, cm.Time.UnixNano())
 	if err != nil {
 		return scratch, err
 	}

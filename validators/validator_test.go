@@ -38,9 +38,6 @@ func newRig(t *testing.T, policy string, checks ...Check) *rig {
 		Log:       r.log,
 		LogKey:    func(dst []byte, pos uint64) []byte { return binary.BigEndian.AppendUint64(dst, pos) },
 		Filler:    func(dst []byte, pos uint64) []byte { return append(dst, "filler"...) },
-		Entry: func(_ *Commit, _ *storage.Batch, dst []byte, pos uint64, _ int64) ([]byte, error) {
-			return fmt.Appendf(dst, "entry %d", pos), nil
-		},
 	}, Options{Buckets: 16, Checks: checks})
 	if err != nil {
 		t.Fatal(err)
@@ -51,7 +48,7 @@ func newRig(t *testing.T, policy string, checks ...Check) *rig {
 // commit builds a Commit that read reads and writes key=value for each of writes.
 func (r *rig) commit(t *testing.T, f *storage.Family, readPos uint64, reads []string, writes map[string]string) *Commit {
 	t.Helper()
-	c := &Commit{ReadPos: readPos, Batch: storage.NewBatch()}
+	c := &Commit{ReadPos: readPos, Batch: storage.NewBatch(), Record: rigRecord{}}
 	for _, k := range reads {
 		c.Reads = append(c.Reads, r.fp.Of(f.ID(), []byte(k)))
 	}
@@ -289,3 +286,12 @@ func TestEventsOnlyCommitGetsPosition(t *testing.T) {
 		})
 	}
 }
+
+// rigRecord is the rig's commit Record: "entry POS" as the log entry, no stage trace.
+type rigRecord struct{}
+
+func (rigRecord) Entry(_ *storage.Batch, dst []byte, pos uint64, _ int64) ([]byte, error) {
+	return fmt.Appendf(dst, "entry %d", pos), nil
+}
+
+func (rigRecord) Observe(Stage) {}

@@ -33,7 +33,7 @@ type Writer struct {
 
 // NewWriter returns the writer queue over env. It fails with an error matching
 // ErrInvalidEnv when env lacks a field a write needs (Positions, Write, Log, LogKey,
-// Filler, Entry).
+// Filler).
 func NewWriter(env Env) (*Writer, error) {
 	if err := env.check(false); err != nil {
 		return nil, err
@@ -48,18 +48,24 @@ func NewWriter(env Env) (*Writer, error) {
 // and Err otherwise (the write's error, or one matching ErrStopped once the positions
 // are stopped). Every request must have passed the caller's validation and must not
 // be empty (a Commit with no Ops and no HasRecord gets position 0 without a write, and
-// is not to be handed here). Write is safe for concurrent use.
+// is not to be handed here) and must carry its Record (ErrInvalidEnv otherwise). Write
+// is safe for concurrent use.
 func (w *Writer) Write(reqs []*Request) {
 	due := reqs
 	for i, r := range reqs {
-		if r.Commit.empty() {
+		switch {
+		case r.Commit.empty():
 			r.Err = fmt.Errorf("validators: Writer.Write: request %d is an empty commit, which has nothing to write", i)
-			due = nil
+		case r.Commit.Record == nil:
+			r.Err = fmt.Errorf("%w: Writer.Write: request %d has no Record", ErrInvalidEnv, i)
+		default:
+			continue
 		}
+		due = nil
 	}
-	if due == nil { // leave the empty ones out, keeping the order
+	if due == nil { // leave the refused ones out, keeping the order
 		for _, r := range reqs {
-			if !r.Commit.empty() {
+			if r.Err == nil {
 				due = append(due, r)
 			}
 		}

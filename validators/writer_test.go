@@ -86,9 +86,23 @@ func TestWriter(t *testing.T) {
 
 	t.Run("an Env without a write field is refused", func(t *testing.T) {
 		env := newFakeEnv(t).env()
-		env.Entry = nil
+		env.Filler = nil
 		if _, err := NewWriter(env); !errors.Is(err, ErrInvalidEnv) {
-			t.Errorf("NewWriter without Entry: %v, want ErrInvalidEnv", err)
+			t.Errorf("NewWriter without Filler: %v, want ErrInvalidEnv", err)
+		}
+	})
+
+	t.Run("a commit without its Record is refused", func(t *testing.T) {
+		e := newFakeEnv(t)
+		w, err := NewWriter(e.env())
+		if err != nil {
+			t.Fatal(err)
+		}
+		bare := &Request{Ctx: context.Background(), Commit: e.commit(a)}
+		bare.Commit.Record = nil
+		w.Write([]*Request{bare})
+		if !errors.Is(bare.Err, ErrInvalidEnv) || bare.Pos != 0 {
+			t.Errorf("a commit without a Record = %d, %v; want ErrInvalidEnv", bare.Pos, bare.Err)
 		}
 	})
 }

@@ -71,6 +71,11 @@
 // engine's positions increase in commit order without being consecutive on every
 // engine but the local one.
 //
+// The front is this package, not the module's root (no rockline.Open): a root package
+// could only re-export pipeline's and eventstore's names as aliases, so every type
+// would have two names and two doc pages, and the layers built on the front
+// (eventstore, partitioned) would still be imported by their own paths.
+//
 // # Column families and close
 //
 // DropColumnFamily returns at once; commits admitted before it complete, and RocksDB

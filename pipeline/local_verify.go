@@ -193,55 +193,51 @@ func compareFamily(db, dst *localDB, a, b *storage.Family, r *VerifyReport, limi
 		return err
 	}
 	defer tb.Discard()
-	{
-		{
-			// The log family's DenseKey is the validator's bookkeeping, not state.
-			var opts IterOptions
-			if a.Name() == logFamily {
-				opts.Lower = logentry.Key(0)
+	// The log family's DenseKey is the validator's bookkeeping, not state.
+	var opts IterOptions
+	if a.Name() == logFamily {
+		opts.Lower = logentry.Key(0)
+	}
+	ia, err := ta.NewIterator(context.Background(), a, opts)
+	if err != nil {
+		return err
+	}
+	defer ia.Close()
+	ib, err := tb.NewIterator(context.Background(), b, opts)
+	if err != nil {
+		return err
+	}
+	defer ib.Close()
+	ia.First()
+	ib.First()
+	for ia.Valid() || ib.Valid() {
+		r.KeysCompared++
+		c := 0
+		switch {
+		case !ia.Valid():
+			c = 1
+		case !ib.Valid():
+			c = -1
+		default:
+			c = bytes.Compare(ia.Key(), ib.Key())
+		}
+		switch {
+		case c < 0:
+			r.StateDifferences++
+			r.problem(limit, "family %s key %q: in the database, not in the replay of the log", a.Name(), ia.Key())
+			ia.Next()
+		case c > 0:
+			r.StateDifferences++
+			r.problem(limit, "family %s key %q: in the replay of the log, not in the database", a.Name(), ib.Key())
+			ib.Next()
+		default:
+			if !bytes.Equal(ia.Value(), ib.Value()) {
+				r.StateDifferences++
+				r.problem(limit, "family %s key %q: value differs from the replay of the log (%d bytes, replay %d)", a.Name(), ia.Key(), len(ia.Value()), len(ib.Value()))
 			}
-			ia, err := ta.NewIterator(context.Background(), a, opts)
-			if err != nil {
-				return err
-			}
-			defer ia.Close()
-			ib, err := tb.NewIterator(context.Background(), b, opts)
-			if err != nil {
-				return err
-			}
-			defer ib.Close()
-			ia.First()
-			ib.First()
-			for ia.Valid() || ib.Valid() {
-				r.KeysCompared++
-				c := 0
-				switch {
-				case !ia.Valid():
-					c = 1
-				case !ib.Valid():
-					c = -1
-				default:
-					c = bytes.Compare(ia.Key(), ib.Key())
-				}
-				switch {
-				case c < 0:
-					r.StateDifferences++
-					r.problem(limit, "family %s key %q: in the database, not in the replay of the log", a.Name(), ia.Key())
-					ia.Next()
-				case c > 0:
-					r.StateDifferences++
-					r.problem(limit, "family %s key %q: in the replay of the log, not in the database", a.Name(), ib.Key())
-					ib.Next()
-				default:
-					if !bytes.Equal(ia.Value(), ib.Value()) {
-						r.StateDifferences++
-						r.problem(limit, "family %s key %q: value differs from the replay of the log (%d bytes, replay %d)", a.Name(), ia.Key(), len(ia.Value()), len(ib.Value()))
-					}
-					ia.Next()
-					ib.Next()
-				}
-			}
-			return errors.Join(ia.Err(), ib.Err())
+			ia.Next()
+			ib.Next()
 		}
 	}
+	return errors.Join(ia.Err(), ib.Err())
 }

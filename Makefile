@@ -58,7 +58,9 @@ build: deps
 # named *Alloc*) are skipped under -race; the second line runs them without it.
 # On a cold machine Jaeger's build (minutes of compiling) runs beside the JetStream
 # module's tests, which spend most of their time waiting on elections, timeouts and
-# fsyncs; the end-to-end test runs last, once both are done.
+# fsyncs; the build runs at the lowest CPU priority (nice 19), so it takes only what
+# the tests leave and never starves their deadlines. The end-to-end test runs last,
+# once both are done.
 E2E_PKG   := ./test/e2e
 CORE_PKGS  = $(shell $(GO) list ./... | grep -v '/test/e2e$$')
 test: hygiene deps bench-deps vet
@@ -109,7 +111,7 @@ jaeger:
 	@if [ ! -x "$(JAEGER_BIN)" ]; then \
 	  echo "rockline: building Jaeger $(JAEGER_VERSION) into $(JAEGER_BIN) (about 5-11 minutes cold, cached after)"; \
 	  mkdir -p "$(JAEGER_CACHE)" && \
-	  cd test/jaeger && $(GO) build -trimpath -ldflags='-s -w' -o "$(JAEGER_BIN).tmp" github.com/jaegertracing/jaeger/cmd/jaeger && \
+	  cd test/jaeger && nice -n 19 $(GO) build -trimpath -ldflags='-s -w' -o "$(JAEGER_BIN).tmp" github.com/jaegertracing/jaeger/cmd/jaeger && \
 	  mv "$(JAEGER_BIN).tmp" "$(JAEGER_BIN)"; \
 	fi
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"sync/atomic"
 
 	"go.opentelemetry.io/otel"
@@ -39,13 +38,12 @@ type DB struct {
 	readOnly bool
 	tracer   trace.Tracer
 
-	closing   atomic.Bool
+	closeGate               // held for reading by family changes, for writing by Close
 	closeDone chan struct{} // closed when the first Close returns
 	// closed is cancelled when Close begins: calls that wait (WaitForPosition) end
 	// with it.
 	closed context.Context
 	cancel context.CancelFunc
-	gate   sync.RWMutex // held for reading by family changes, for writing by Close
 
 	last atomic.Uint64
 
@@ -115,18 +113,6 @@ func (db *DB) Close() error {
 	defer db.gate.Unlock()
 	return db.eng.Close()
 }
-
-// enter admits a family change or other call that must not overlap Close.
-func (db *DB) enter() error {
-	db.gate.RLock()
-	if db.closing.Load() {
-		db.gate.RUnlock()
-		return ErrClosed
-	}
-	return nil
-}
-
-func (db *DB) leave() { db.gate.RUnlock() }
 
 // notSupported is the error of a call op the engine does not offer.
 func (db *DB) notSupported(op string) error {

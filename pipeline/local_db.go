@@ -57,9 +57,8 @@ type localDB struct {
 	fp          validators.Fingerprinter
 	tracer      trace.Tracer
 
-	closing atomic.Bool
-	done    chan struct{} // closed when Close begins: waits and subscriptions end
-	gate    sync.RWMutex  // held for reading by CommitInline and family changes, for writing by Close
+	closeGate               // held for reading by CommitInline and family changes, for writing by Close
+	done      chan struct{} // closed when Close begins: waits and subscriptions end
 
 	metrics *metrics
 	// front is the DB over the engine (attach), which Checks see.
@@ -222,18 +221,6 @@ func (db *localDB) Close() error {
 	db.seq.CloseView()
 	return errors.Join(syncErr, db.store.Close())
 }
-
-// enter admits a CommitInline or other call that must not overlap Close.
-func (db *localDB) enter() error {
-	db.gate.RLock()
-	if db.closing.Load() {
-		db.gate.RUnlock()
-		return ErrClosed
-	}
-	return nil
-}
-
-func (db *localDB) leave() { db.gate.RUnlock() }
 
 // Name is Engine.Name: the validation policy ("parallel" or "serial").
 func (db *localDB) Name() string { return db.val.Policy() }

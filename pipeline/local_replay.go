@@ -224,7 +224,9 @@ func (db *localDB) rebuild(ctx context.Context, dir string, cfg Config, upTo uin
 		dst.Close()
 		return nil, &ArgumentError{Op: "Rebuild", Arg: "dir", Reason: "must hold no database (its log is not empty)"}
 	}
-	it := &logPages{db: db, next: 1}
+	it := &LogIterator{read: func(from uint64, limit int) ([]LogEntry, error) {
+		return db.ReadLog(context.Background(), from, limit)
+	}, next: 1}
 	page := make([]LogEntry, 0, 256)
 	flush := func() error {
 		if len(page) == 0 {
@@ -260,36 +262,3 @@ func (db *localDB) rebuild(ctx context.Context, dir string, cfg Config, upTo uin
 	}
 	return dst, nil
 }
-
-// logPages walks the published log forward, a page of ReadLog at a time, delivering
-// the entries read before an error first.
-type logPages struct {
-	db      *localDB
-	next    uint64
-	page    []LogEntry
-	cur     LogEntry
-	pending error
-	err     error
-}
-
-func (it *logPages) Next() bool {
-	if it.err != nil {
-		return false
-	}
-	if len(it.page) == 0 {
-		if it.pending == nil {
-			it.page, it.pending = it.db.ReadLog(context.Background(), it.next, 256)
-		}
-		if len(it.page) == 0 {
-			it.err = it.pending
-			return false
-		}
-	}
-	it.cur, it.page = it.page[0], it.page[1:]
-	it.next = it.cur.Position + 1
-	return true
-}
-
-func (it *logPages) Entry() LogEntry { return it.cur }
-
-func (it *logPages) Err() error { return it.err }

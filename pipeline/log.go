@@ -104,7 +104,7 @@ func (db *DB) Entry(pos uint64) (LogEntry, error) {
 // LogIterator walks published log entries forward in pages. It sees positions
 // published up to each page read.
 type LogIterator struct {
-	db   *DB
+	read func(from uint64, limit int) ([]LogEntry, error) // a page of the log
 	next uint64
 	page []LogEntry
 	cur  LogEntry
@@ -119,7 +119,7 @@ func (db *DB) LogIterator(from uint64) *LogIterator {
 	if from == 0 {
 		from = 1
 	}
-	return &LogIterator{db: db, next: from}
+	return &LogIterator{read: db.ReadLog, next: from}
 }
 
 // Next advances to the next published entry; false at the end of what is published or
@@ -130,7 +130,7 @@ func (it *LogIterator) Next() bool {
 	}
 	if len(it.page) == 0 {
 		if it.pending == nil {
-			it.page, it.pending = it.db.ReadLog(it.next, 256)
+			it.page, it.pending = it.read(it.next, 256)
 		}
 		if len(it.page) == 0 {
 			it.err = it.pending

@@ -137,27 +137,16 @@ func (t *Txn) writable(op string, cf *ColumnFamily) (EngineFamily, error) {
 // Put buffers key=value in cf. The key must be 1..64 KiB and the value at most 1 GiB
 // (MaxKeySize, MaxValueSize); key and value are copied.
 func (t *Txn) Put(cf *ColumnFamily, key, value []byte) error {
-	const op = "Txn.Put"
-	f, err := t.writable(op, cf)
-	if err != nil {
-		return err
-	}
-	if err := checkKey(op, key); err != nil {
-		return err
-	}
-	if err := checkValue(op, value); err != nil {
-		return err
-	}
-	if err := t.eng.Put(f, key, value); err != nil {
-		return err
-	}
-	t.writes++
-	return nil
+	return t.write("Txn.Put", cf, key, value, false)
 }
 
 // Delete buffers a deletion of key in cf.
 func (t *Txn) Delete(cf *ColumnFamily, key []byte) error {
-	const op = "Txn.Delete"
+	return t.write("Txn.Delete", cf, key, nil, true)
+}
+
+// write is Put (a value) and Delete (del) after their checks.
+func (t *Txn) write(op string, cf *ColumnFamily, key, value []byte, del bool) error {
 	f, err := t.writable(op, cf)
 	if err != nil {
 		return err
@@ -165,11 +154,15 @@ func (t *Txn) Delete(cf *ColumnFamily, key []byte) error {
 	if err := checkKey(op, key); err != nil {
 		return err
 	}
-	if err := t.eng.Delete(f, key); err != nil {
-		return err
+	if del {
+		err = t.eng.Delete(f, key)
+	} else if err = checkValue(op, value); err == nil {
+		err = t.eng.Put(f, key, value)
 	}
-	t.writes++
-	return nil
+	if err == nil {
+		t.writes++
+	}
+	return err
 }
 
 // DeleteRange buffers the deletion of every key of cf in [start, end), as one RocksDB
@@ -398,7 +391,11 @@ func (t *Txn) commit(ctx context.Context, inline bool) (pos uint64, err error) {
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
-	if ic, ok := t.eng.(inlineCommitter); ok && inline {
+	var ic inlineCommitter
+	if inline {
+		ic, _ = t.eng.(inlineCommitter)
+	}
+	if ic != nil {
 		pos, err = ic.commitInline(ctx)
 	} else {
 		pos, err = t.eng.Commit(ctx)

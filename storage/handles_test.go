@@ -170,14 +170,9 @@ func readThrough(db *storage.DB, f *storage.Family, kind int) error {
 		}
 		return err
 	case 1:
-		s, err := db.NewSnapshot()
-		if err != nil {
-			return err
-		}
-		defer s.Release()
-		v, err := db.Get(f, []byte("k2"), s)
-		if err == nil && string(v) != "v2" {
-			return fmt.Errorf("Get at a snapshot = %q, want v2", v)
+		v, err := db.Get(f, []byte("k0"), nil)
+		if err == nil && string(v) != "v0" {
+			return fmt.Errorf("Get = %q, want v0", v)
 		}
 		return err
 	case 2:

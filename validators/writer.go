@@ -51,7 +51,7 @@ func NewWriter(env Env) (*Writer, error) {
 // is not to be handed here) and must carry its Record (ErrInvalidEnv otherwise). Write
 // is safe for concurrent use.
 func (w *Writer) Write(reqs []*Request) {
-	due := reqs
+	due := make([]*Request, 0, len(reqs))
 	for i, r := range reqs {
 		switch {
 		case r.Commit.empty():
@@ -59,15 +59,7 @@ func (w *Writer) Write(reqs []*Request) {
 		case r.Commit.Record == nil:
 			r.Err = fmt.Errorf("%w: Writer.Write: request %d has no Record", ErrInvalidEnv, i)
 		default:
-			continue
-		}
-		due = nil
-	}
-	if due == nil { // leave the refused ones out, keeping the order
-		for _, r := range reqs {
-			if r.Err == nil {
-				due = append(due, r)
-			}
+			due = append(due, r)
 		}
 	}
 	w.q.do(due)

@@ -14,8 +14,9 @@ package pipeline
 //	validate  the validator checks the commit's reads and writes against the
 //	          positions of later writes (rockline.validate) and runs Config.Checks.
 //	write     the shared writer queue's leader assigns the next dense positions to
-//	          the validated commits of every lane and writes their data, stream
-//	          index and log entries as one RocksDB batch (rockline.write).
+//	          the validated commits of every lane, hands the queue on, and writes
+//	          their data, stream index and log entries as one RocksDB batch
+//	          (rockline.write), beside the next leader's group.
 //	publish   the commit waits until every position up to its own is written
 //	          (rockline.publish), then returns; a transaction begun afterwards sees
 //	          it. With Config.Sync the write carried no fsync: the commit waits for
@@ -24,9 +25,21 @@ package pipeline
 //	          groups are validated and written. Claims are released on the way out.
 //
 // Invariants:
-//   - Position order = write order = publication order: positions are assigned by the
-//     writer queue's leader, one group at a time, in the order the group is written,
-//     and published in order by the sequencer (sequencer.go).
+//   - Position order = assignment order = publication order: positions are assigned by
+//     the writer queue's leader, one group at a time, and published in order by the
+//     sequencer (local_sequencer.go). Writes of different groups may overlap in
+//     RocksDB (so they share its write group and insert into the memtable on several
+//     threads); a group's commits return only once every earlier group is written.
+//     Overlapping groups never share a key: under the parallel policy each holds its
+//     keys' buckets until it is published, under the serial policy a group is
+//     validated against the conflict table, where the earlier groups' writes are
+//     recorded at assignment, before they are written.
+//   - A snapshot may hold a later group's writes without an earlier one's while both
+//     are unpublished: snapshots are prefixes of RocksDB's order of writes, which
+//     differs from position order only for groups in flight together. Its read
+//     position is below both, so a transaction that read a key of either conflicts
+//     at commit, and the groups touch different keys, so either order of them is a
+//     serial order; log reads stop at the published position.
 //   - A commit is visible (its position published) only once every lower position is
 //     written: a reader never sees position p without p-1. With Config.Sync, published
 //     also means durable: every position up to it was covered by a successful fsync.
@@ -49,9 +62,15 @@ package pipeline
 //     the writer queue hands it one batch at a time.
 //   - A syncer goroutine owned by the DB: every commit of a lone worker would pay two
 //     goroutine hand-offs; the waiter that finds no fsync running runs it instead.
-//   - Validating and writing each commit on its own goroutine, in parallel: RocksDB
-//     then orders the writes, positions land out of order, and publication has to
-//     wait for holes; one writer queue gives one WAL write per group instead.
+//   - Validating and writing each commit on its own goroutine, in parallel, without a
+//     writer queue: RocksDB then orders the writes and positions would be assigned
+//     after the fact; the queue assigns them in order and groups the commits that
+//     arrive together into one batch. (Groups do overlap in RocksDB: see above.)
+//   - The leader writing its group before handing the queue on, the design until
+//     the third performance round: one thread inserted each group into the
+//     memtable, and with one commit in flight per worker the groups held one commit
+//     each, written one after another where a raw batch's writers share RocksDB's
+//     write group.
 //   - A per-bucket version number as the conflict record: two keys in a bucket would
 //     conflict on every write. The table records the last write position per 64-bit
 //     key fingerprint (see validators).

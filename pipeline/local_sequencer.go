@@ -3,6 +3,7 @@ package pipeline
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -16,15 +17,18 @@ import (
 // tracks the read positions of open transactions, and gives a replay or a checkpoint
 // the log to itself. The validator reaches it only as its Env.Positions.
 //
-// Positions complete in order. Every position is assigned by the one goroutine that
-// writes at the time, which closes the assignment (Publish, or Stop) before the next
-// one is opened: the validators' writer queue has one leader at a time and every
-// commit, inline or laned, data or a family's record, and every filler goes through
-// it (validators/leader.go); Replay writes only inside Exclusive, when no commit can be
-// in flight, one position at a time. So there is at most one open assignment, and
-// written moves over it in one step. An assignment that would break that order is
-// not absorbed: the sequencer stops with an error (matching validators.ErrStopped),
-// never publishing a position that is not written.
+// Positions are assigned in order, by the one goroutine that leads the validators'
+// writer queue at the time (validators/leader.go): every commit, inline or laned, data
+// or a family's record, and every filler goes through it; Replay writes only inside
+// Exclusive, when no commit can be in flight, one position at a time. A leader hands
+// the queue on once its group's positions are assigned, and writes the group while
+// the next leader assigns and writes the next one, so several assignments can be open
+// (written at once, RocksDB grouping their writes). They complete in any order but
+// count as written only in order: written moves over an assignment once it and every
+// earlier one are closed, and a Publish returns only then, so a commit is answered
+// only once every position below it is written. A Publish of anything but an open
+// assignment is a broken invariant: the sequencer stops with an error (matching
+// validators.ErrStopped), never publishing a position that is not written.
 //
 // With a sync function (Config.Sync: the writer writes without an fsync, and sync is
 // storage's SyncWAL), a written position is published only once an fsync that began
@@ -46,10 +50,12 @@ import (
 //     written to RocksDB (data and log entry, or a filler); positions 1..published are
 //     written and, with a sync function, durable.
 //   - Without a sync function published == written whenever mu is free.
-//   - written < assigned only while the assignment written+1..assigned is open (its
-//     writer is writing it) or after the sequencer stopped with it open.
-//   - Assign opens an assignment only when none is open; Publish advances written only
-//     over exactly the open assignment. Anything else stops the sequencer.
+//   - open lists the assignments written+1..assigned in order, each closed (done) or
+//     not; its first entry is never done while mu is free (closing it moves written).
+//   - written < assigned only while some assignment is open (its writer is writing it)
+//     or after the sequencer stopped with one open.
+//   - Publish closes exactly one open assignment, and returns only once written
+//     covers it (or the sequencer stopped); anything else stops the sequencer.
 //   - syncing is true while exactly one goroutine gathers for or runs sync (outside mu,
 //     but for the gather's waits on quiet); published
 //     moves only to the written value read, under mu, before that sync began, and only
@@ -79,6 +85,7 @@ type sequencer struct {
 	quiet    sync.Cond // on mu: an assignment closed, a sync ended, a Quiesce ended, or stopped
 	assigned uint64
 	written  uint64
+	open     []assignment // written+1..assigned, in order (see the invariants)
 	sync     func() error // nil: published follows written
 	// snapshot, with sync, takes the view installed with each successful sync; view is
 	// the current one (see view).
@@ -96,6 +103,12 @@ type sequencer struct {
 	readers      map[uint64]int
 	exclusive    bool // Exclusive runs
 	quiescing    bool // Quiesce runs
+}
+
+// assignment is one open assignment, first..last, done once its writer published it.
+type assignment struct {
+	first, last uint64
+	done        bool
 }
 
 // errOutOfOrder is wrapped, with validators.ErrStopped, by the error that stops the
@@ -134,9 +147,9 @@ func (s *sequencer) useViews(snapshot func() (*storage.Snapshot, error), initial
 func (s *sequencer) Published() uint64 { return s.published.Load() }
 
 // Assign opens the assignment of the n positions after the last one assigned and
-// returns the first (validators.Positions). It waits while a Quiesce runs. It fails
-// with the stop error once the sequencer stopped, and stops it when an assignment is
-// still open (two writers at once) or n < 1.
+// returns the first (validators.Positions). Earlier assignments may still be open. It
+// waits while a Quiesce runs. It fails with the stop error once the sequencer
+// stopped, and stops it when n < 1.
 func (s *sequencer) Assign(n int) (uint64, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -146,35 +159,52 @@ func (s *sequencer) Assign(n int) (uint64, error) {
 	if s.err != nil {
 		return 0, s.err
 	}
-	switch {
-	case s.assigned != s.written:
-		return 0, s.stopLocked(fmt.Errorf("%w: %w: assigning %d positions while %d..%d are being written", validators.ErrStopped, errOutOfOrder, n, s.written+1, s.assigned))
-	case n < 1:
+	if n < 1 {
 		return 0, s.stopLocked(fmt.Errorf("%w: assigning %d positions", validators.ErrStopped, n))
 	}
+	first := s.assigned + 1
 	s.assigned += uint64(n)
-	return s.written + 1, nil
+	s.open = append(s.open, assignment{first: first, last: s.assigned})
+	return first, nil
 }
 
-// Publish closes the open assignment first..last, now written (validators.Positions).
-// Without a sync function it makes it visible at once: published becomes last and its
-// waiters wake. With one, the positions are published by a later sync (see sequencer);
-// the writer does not wait for it. It returns the stop error once the sequencer
-// stopped, and stops it when first..last is not exactly the open assignment.
+// Publish closes the open assignment first..last, now written (validators.Positions),
+// and returns once every earlier assignment is closed too, so that written covers it.
+// Without a sync function it is then visible: published follows written and the
+// waiters wake. With one, the positions are published by a later sync (see
+// sequencer); the writer does not wait for that. It returns the stop error once the
+// sequencer stopped (while it waits, too), and stops it when first..last is not an
+// open assignment.
 func (s *sequencer) Publish(first, last uint64) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.err != nil {
 		return s.err
 	}
-	if first != s.written+1 || last != s.assigned || last < first {
-		return s.stopLocked(fmt.Errorf("%w: %w: %d..%d completed while %d..%d are open", validators.ErrStopped, errOutOfOrder, first, last, s.written+1, s.assigned))
+	i := slices.IndexFunc(s.open, func(a assignment) bool { return a.first == first })
+	if i < 0 || s.open[i].last != last || s.open[i].done {
+		return s.stopLocked(fmt.Errorf("%w: %w: %d..%d completed while %v are open", validators.ErrStopped, errOutOfOrder, first, last, s.open))
 	}
-	s.written = last
+	s.open[i].done = true
+	if i > 0 {
+		for s.written < last && s.err == nil {
+			s.quiet.Wait() // an earlier assignment is still being written
+		}
+		return s.err
+	}
+	k := 0
+	for k < len(s.open) && s.open[k].done {
+		s.written = s.open[k].last
+		k++
+	}
+	s.open = s.open[:copy(s.open, s.open[k:])]
 	if s.sync == nil {
-		s.advanceLocked(last)
-	} else if s.quiescing || s.gathering {
-		s.quiet.Broadcast() // a Quiesce may now run the sync; a gather may be complete
+		s.advanceLocked(s.written)
+	}
+	if k > 1 || s.quiescing || s.gathering {
+		// a later Publish waits for this one; a Quiesce may now run the sync; a
+		// gather may be complete
+		s.quiet.Broadcast()
 	}
 	return nil
 }

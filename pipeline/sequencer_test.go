@@ -67,9 +67,8 @@ func TestSequencerPublishesInOrder(t *testing.T) {
 	}
 }
 
-// TestSequencerOutOfOrderStops: positions complete in order, so anything else (a
-// second assignment while one is open, a completion that is not exactly the open
-// assignment) is a broken invariant. The sequencer reports it by stopping, as a lost
+// TestSequencerOutOfOrderStops: a completion that is not exactly an open assignment
+// (or one already completed) is a broken invariant. The sequencer reports it by stopping, as a lost
 // filler does, and publishes nothing past what is written.
 func TestSequencerOutOfOrderStops(t *testing.T) {
 	tests := []struct {
@@ -94,9 +93,23 @@ func TestSequencerOutOfOrderStops(t *testing.T) {
 		{"publish with nothing open", func(t *testing.T, s *sequencer) func() error {
 			return func() error { return s.Publish(11, 11) }
 		}, true},
-		{"assign while one is open", func(t *testing.T, s *sequencer) func() error {
+		{"publish an assignment twice", func(t *testing.T, s *sequencer) func() error {
 			mustAssign(t, s, 1) // 11
-			return func() error { _, err := s.Assign(1); return err }
+			mustAssign(t, s, 1) // 12
+			go func() { _ = s.Publish(12, 12) }()
+			return func() error {
+				// 12 is closed (its Publish waits for 11) or about to be: publishing it
+				// again is out of order either way, once the first has landed.
+				for {
+					s.mu.Lock()
+					done := len(s.open) == 2 && s.open[1].done
+					s.mu.Unlock()
+					if done {
+						return s.Publish(12, 12)
+					}
+					runtime.Gosched()
+				}
+			}
 		}, true},
 		{"assign no position", func(t *testing.T, s *sequencer) func() error {
 			return func() error { _, err := s.Assign(0); return err }
@@ -129,6 +142,63 @@ func TestSequencerOutOfOrderStops(t *testing.T) {
 				t.Fatalf("after %v (-want +got):\n%s", err, diff)
 			}
 		})
+	}
+}
+
+// TestSequencerAssignmentsCompleteInAnyOrder: several assignments can be open at once
+// (groups written side by side); a later one's Publish returns only once every
+// earlier one is closed, and the published position moves over all of them at once.
+func TestSequencerAssignmentsCompleteInAnyOrder(t *testing.T) {
+	s := newSequencer(10, nil)
+	if first := mustAssign(t, s, 2); first != 11 {
+		t.Fatalf("first assignment starts at %d; want 11", first)
+	}
+	if first := mustAssign(t, s, 1); first != 13 {
+		t.Fatalf("second assignment starts at %d; want 13", first)
+	}
+	later := make(chan error, 1)
+	go func() { later <- s.Publish(13, 13) }()
+	waited := make(chan error, 1)
+	go func() { waited <- s.Wait(13) }()
+	if got := s.Published(); got != 10 {
+		t.Fatalf("published %d with 11..12 open; want 10", got)
+	}
+	select {
+	case err := <-later:
+		t.Fatalf("Publish(13, 13) returned %v before 11..12 was closed", err)
+	case err := <-waited:
+		t.Fatalf("Wait(13) returned %v before 11..12 was closed", err)
+	default:
+	}
+	if err := s.Publish(11, 12); err != nil {
+		t.Fatalf("Publish(11, 12) = %v", err)
+	}
+	if err := recvErr(t, later, "Publish(13, 13)"); err != nil {
+		t.Fatalf("Publish(13, 13) = %v", err)
+	}
+	if err := recvErr(t, waited, "Wait(13)"); err != nil {
+		t.Fatalf("Wait(13) = %v", err)
+	}
+	if got := s.Published(); got != 13 {
+		t.Fatalf("published %d; want 13", got)
+	}
+}
+
+// TestSequencerStopWakesWaitingPublish: a Publish waiting for an earlier assignment
+// returns the stop error when that assignment is stopped instead.
+func TestSequencerStopWakesWaitingPublish(t *testing.T) {
+	s := newSequencer(10, nil)
+	mustAssign(t, s, 1) // 11
+	mustAssign(t, s, 1) // 12
+	later := make(chan error, 1)
+	go func() { later <- s.Publish(12, 12) }()
+	cause := errors.New("fillers lost")
+	s.Stop(11, cause)
+	if err := recvErr(t, later, "Publish(12, 12)"); !errors.Is(err, validators.ErrStopped) || !errors.Is(err, cause) {
+		t.Fatalf("Publish(12, 12) = %v; want the stop error", err)
+	}
+	if got := s.Published(); got != 10 {
+		t.Fatalf("published %d after the stop; want 10", got)
 	}
 }
 

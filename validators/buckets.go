@@ -6,8 +6,6 @@ import (
 	"math/bits"
 	"slices"
 	"sync"
-
-	"github.com/rockline/rockline/storage"
 )
 
 // buckets is the parallel bucket validator.
@@ -37,8 +35,8 @@ func newBuckets(env Env, o Options) (*buckets, error) {
 		return nil, fmt.Errorf("validators: buckets = %d: must be between %d and %d", n, MinBuckets, MaxBuckets)
 	}
 	b := &buckets{core: newCore(env, o), pool: make([]sync.Mutex, n)}
-	b.scratch.New = func() any { return &groupScratch{batch: storage.NewBatch()} }
-	b.writer = leaderQueue{scratch: groupScratch{batch: storage.NewBatch()}, process: b.writeSurvivors}
+	b.scratch.New = func() any { return &groupScratch{} }
+	b.writer = leaderQueue{process: b.writeSurvivors}
 	return b, nil
 }
 

@@ -36,9 +36,9 @@
 // sorted, de-duplicated bucket indices of its fingerprints and validates; commits
 // whose keys share no bucket validate in parallel. It then hands itself, buckets
 // still held, to a writer queue shared by all lanes (leader.go): whoever arrives while
-// nobody writes takes every validated commit waiting, assigns them consecutive
-// positions and writes them in one batch, so one WAL write serves many commits. The
-// commit records its writes in the table and unlocks. The writer's leader takes no
+// nobody leads takes every validated commit waiting, assigns them consecutive
+// positions, records their writes in the table and writes them in one batch, so one
+// WAL write serves many commits. The commit unlocks once its position is published. The writer's leader takes no
 // bucket, so waiting for it with buckets held cannot deadlock. A member waiting for
 // the leader yields its processor a while before it parks: a small group's write
 // is shorter than a park and wake-up (RocksDB's write group spins for the same
@@ -76,11 +76,17 @@
 //
 // # Positions and failures
 //
-// Positions are assigned only by the writer queue's leader, one group at a time, and
-// every assignment is closed (Positions.Publish or Stop) before the leader hands on:
-// positions are assigned, written and published in the same order. When a write fails
-// after its positions were assigned, the validator writes a filler entry (no events,
-// no writes) at each of them so the log stays dense, and the commits fail with the
-// write's error. When even the fillers cannot be written, the positions are stopped:
-// every later commit fails with ErrStopped, and the next Open fills the gap.
+// Positions are assigned only by the writer queue's leader, one group at a time, in
+// queue order. The leader records the group's writes in the conflict table at their
+// positions and hands the queue on before it writes, so the next group is assigned
+// (and, under the serial policy, validated against those writes) while this one is
+// written: several groups can be in RocksDB's write path at once, which groups them
+// into one WAL write and inserts them into the memtable on their own threads.
+// Publication stays in order: a group's Publish returns only once every earlier group
+// is written. Under the serial policy with Checks, which read committed state, the
+// leader hands on only after its group is published. When a write fails after its
+// positions were assigned, the validator writes a filler entry (no events, no writes)
+// at each of them so the log stays dense, and the commits fail with the write's
+// error. When even the fillers cannot be written, the positions are stopped: every
+// later commit fails with ErrStopped, and the next Open fills the gap.
 package validators

@@ -13,10 +13,12 @@ import (
 // checked without RocksDB (as Pebble tests its commit pipeline against a commitEnv).
 //
 // Where the fields run: a validator is called concurrently by the lanes and by
-// inline committers. Fields marked "writer" are called only by the goroutine that
-// leads the writer queue at that moment (leader.go): one goroutine at a time, not
-// always the same one, often another commit's. It holds the group's bucket locks
-// (parallel) or the queue's leadership (serial) meanwhile, so a writer call must be
+// inline committers. Fields marked "writer" are called by the goroutine that writes a
+// group of commits: the writer queue's leader (leader.go), which assigns the group's
+// positions and hands leadership on, then writes the group while the next leader
+// assigns the next one. So writer calls for different groups may run at once (each
+// group's on one goroutine, in order), while the group holds its commits' bucket locks
+// (parallel) or was validated by the queue's leader (serial). A writer call must be
 // quick, must not wait for another commit and must not call into the validator. The
 // fields named required must be set; New refuses an Env without them.
 type Env struct {
@@ -25,8 +27,9 @@ type Env struct {
 	Positions Positions
 	// Write applies b to storage atomically: every write in it lands or none does.
 	// Writer: one call per group of validated commits, and one per batch of fillers
-	// after a failed write. An error fails the group's commits with that error, once
-	// their positions are filled. Required.
+	// after a failed write; calls for different groups may overlap, so it must be
+	// safe for concurrent use. An error fails the group's commits with that error,
+	// once their positions are filled. Required.
 	Write func(b *storage.Batch) error
 	// Read returns the committed value of key in f, or an error matching
 	// storage.ErrNotFound. Checks read through it (their View adds the writes of
@@ -47,8 +50,9 @@ type Env struct {
 // Positions is the source of log positions as a validator sees it: the pipeline's
 // sequencer, which publishes positions to readers (Pebble's visible sequence number,
 // Badger's oracle). A validator assigns positions to one group at a time, from the
-// writer queue's leader, and closes every assignment (Publish or Stop) before the
-// next one, so positions complete in the order they were assigned.
+// writer queue's leader, and closes every assignment with exactly one Publish or Stop.
+// Several assignments may be open at once (groups written side by side); they are
+// published in the order they were assigned.
 type Positions interface {
 	// Published returns the highest position p such that every position up to p is
 	// written and visible. Any goroutine.
@@ -61,15 +65,17 @@ type Positions interface {
 	// Any goroutine.
 	Err() error
 	// Assign opens an assignment of the n (>= 1) positions after the last assigned
-	// and returns the first. Writer, and only while no assignment is open: the
-	// caller closes it with exactly one Publish or Stop before it assigns again. It
-	// may wait (a checkpoint holds new assignments back), and it fails with the stop
-	// error once the positions are stopped.
+	// and returns the first. Called by the writer queue's leader only, so one
+	// assignment at a time, in order; earlier ones may still be open. It may wait (a
+	// checkpoint holds new assignments back), and it fails with the stop error once
+	// the positions are stopped.
 	Assign(n int) (first uint64, err error)
 	// Publish closes the open assignment first..last once all of it is in storage
-	// (data and entry, or fillers): the positions become visible and their waiters
-	// wake. Writer. It fails, with an error matching ErrStopped, once the positions
-	// are stopped, and stops them itself when first..last is not the open assignment.
+	// (data and entry, or fillers), and returns once every earlier assignment is
+	// closed too: the positions become visible in order and their waiters wake.
+	// Writer. It fails, with an error matching ErrStopped, once the positions are
+	// stopped (also while it waits for earlier ones), and stops them itself when
+	// first..last is not an open assignment.
 	Publish(first, last uint64) error
 	// Stop closes the open assignment when position pos (one of it) can be neither
 	// written nor filled: waiters wake, and Err and every later Assign return an

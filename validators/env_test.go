@@ -45,7 +45,7 @@ func commitOne(t *testing.T, v Validator, e *fakeEnv, s spec) outcome {
 // not. A losing commit is assigned nothing and writes nothing.
 func TestEnvConflicts(t *testing.T) {
 	committed := func(c string) []string {
-		return []string{"validated " + c, "assign 2+1", "entry " + c + " @2", "write 3", "written " + c, "publish 2..2"}
+		return []string{"validated " + c, "assign 2+1", "entry " + c + " @2", "write 2", "written " + c, "publish 2..2"}
 	}
 	tests := []struct {
 		name      string
@@ -149,7 +149,7 @@ func TestEnvGroup(t *testing.T) {
 		want:  []outcome{{1, nil}, {2, nil}, {0, nil}, {3, nil}},
 		wantTrace: []string{
 			"validated a", "validated b", "validated c", "assign 1+3",
-			"entry a @1", "entry b @2", "entry c @3", "write 7",
+			"entry a @1", "entry b @2", "entry c @3", "write 6",
 			"written a", "written b", "written c", "publish 1..3",
 		},
 		next: outcome{4, nil},
@@ -158,7 +158,7 @@ func TestEnvGroup(t *testing.T) {
 		group: []spec{a, loser, c},
 		want:  []outcome{{1, nil}, {0, ErrConflict}, {2, nil}},
 		wantTrace: []string{
-			"validated a", "validated c", "assign 1+2", "entry a @1", "entry c @2", "write 5",
+			"validated a", "validated c", "assign 1+2", "entry a @1", "entry c @2", "write 4",
 			"written a", "written c", "publish 1..2",
 		},
 		next: outcome{3, nil},
@@ -169,7 +169,7 @@ func TestEnvGroup(t *testing.T) {
 		want:       []outcome{{0, errWrite}, {0, errWrite}, {0, errWrite}},
 		wantTrace: []string{
 			"validated a", "validated b", "validated c", "assign 1+3",
-			"entry a @1", "entry b @2", "entry c @3", "write 7 failed",
+			"entry a @1", "entry b @2", "entry c @3", "write 6 failed",
 			"written a", "written b", "written c",
 			"filler @1", "filler @2", "filler @3", "write 3", "publish 1..3",
 		},
@@ -191,7 +191,7 @@ func TestEnvGroup(t *testing.T) {
 		group:      []spec{a, b},
 		want:       []outcome{{0, errWrite}, {0, errWrite}},
 		wantTrace: []string{
-			"validated a", "validated b", "assign 1+2", "entry a @1", "entry b @2", "write 5 failed",
+			"validated a", "validated b", "assign 1+2", "entry a @1", "entry b @2", "write 4 failed",
 			"written a", "written b", "filler @1", "filler @2", "write 2 failed", "stop 1",
 		},
 		next: outcome{0, ErrStopped},

@@ -11,7 +11,7 @@ import (
 
 // fakeEnv is an Env without storage. Every call a validator makes into it (and into
 // its fakePositions) goes into one ordered trace, so a test states what a validator
-// did, in order: "validated a", "assign 1+2", "entry a @1", "write 5", "written a",
+// did, in order: "validated a", "assign 1+2", "entry a @1", "write 4", "written a",
 // "filler @1", "publish 1..2", "stop 1". A commit's Record is a fakeRecord with its
 // tag. Batches are real
 // storage.Batch values (built in Go memory) over zero Families, which need no RocksDB.

@@ -35,11 +35,10 @@ func (r *Request) due() bool {
 	return true
 }
 
-// groupScratch is what one group run reuses: the combined batch, the entry buffer,
-// the bucket indexes and the set of fingerprints written by earlier members.
+// groupScratch is what a leader reuses from group to group, before its handoff: the
+// bucket indexes and the set of fingerprints written by earlier members. (A group's
+// batch is its own: it is written after the handoff, beside the next group's.)
 type groupScratch struct {
-	batch   *storage.Batch
-	entry   []byte
 	idx     []uint32
 	written map[uint64]struct{} // validateGroup's, empty between runs
 }
@@ -47,10 +46,18 @@ type groupScratch struct {
 // runGroup validates reqs in order, each against the table and the writes of the
 // requests before it, and writes the survivors with their log entries as one batch at
 // consecutive positions. The caller guarantees exclusivity over every fingerprint of
-// reqs (it holds their buckets, or leads the write group). Empty commits succeed with
-// position 0 and take no part.
-func (c *core) runGroup(reqs []*Request, sc *groupScratch) {
-	c.writeSurvivors(c.validateGroup(reqs, sc), sc)
+// reqs (it leads the write group). Empty commits succeed with position 0 and take no
+// part. Leadership is handed on once the survivors' positions are assigned and their
+// writes recorded, so the next group validates against them; with Checks, which
+// read committed state through Env.Read, only after the write is published, so that
+// the next group's Checks read it.
+func (c *core) runGroup(reqs []*Request, sc *groupScratch, handoff func()) {
+	survivors := c.validateGroup(reqs, sc)
+	if len(c.checks) > 0 {
+		c.writeSurvivors(survivors, sc, func() {})
+		return
+	}
+	c.writeSurvivors(survivors, sc, handoff)
 }
 
 // validateGroup returns the requests that pass, in order: not empty, context alive,
@@ -101,20 +108,42 @@ func (c *core) validateGroup(reqs []*Request, sc *groupScratch) []*Request {
 	return survivors
 }
 
-// writeSurvivors assigns validated requests consecutive positions and writes them
-// with their log entries as one batch, records their writes in the table and
-// publishes the positions. A failed write fills the positions and fails every
-// request. It runs on the writer queue's leader, so the assignment it opens is the
-// only one, and it closes it (Publish or Stop) before it returns.
-func (c *core) writeSurvivors(survivors []*Request, sc *groupScratch) {
+// writeSurvivors assigns validated requests consecutive positions, records their
+// writes in the table, hands leadership on, and then writes them with their log
+// entries as one batch and publishes the positions (see write).
+func (c *core) writeSurvivors(survivors []*Request, _ *groupScratch, handoff func()) {
+	g, ok := c.assign(survivors)
+	handoff()
+	if ok {
+		c.write(g)
+	}
+}
+
+// groupWrite is one group carried from its leader's part (assign) to its writing part
+// (write), which runs after the handoff, possibly beside later groups' writes.
+type groupWrite struct {
+	reqs  []*Request
+	first uint64
+	dense uint64 // the dense watermark to write with the group, 0 for none
+	now   time.Time
+}
+
+// assign is the leader's part of a group's write, run one group at a time in queue
+// order: it reports Validated, opens the assignment of consecutive positions, picks
+// the dense watermark the group carries, and records the writes in the table at
+// their positions, so the next group is validated against them whether or not this
+// one's write has landed. (If the write fails, the recorded positions hold fillers:
+// a later commit may conflict with them needlessly, never miss a conflict.) It
+// reports false, each request's Err set, when nothing is to be written.
+func (c *core) assign(survivors []*Request) (groupWrite, bool) {
 	if len(survivors) == 0 {
-		return
+		return groupWrite{}, false
 	}
 	if err := c.stopped(); err != nil {
 		for _, r := range survivors {
 			r.Err = err
 		}
-		return
+		return groupWrite{}, false
 	}
 	for _, r := range survivors {
 		c.observe(r.Commit, Validated)
@@ -125,53 +154,66 @@ func (c *core) writeSurvivors(survivors []*Request, sc *groupScratch) {
 			c.observe(r.Commit, Written)
 			r.Err = err
 		}
-		return
+		return groupWrite{}, false
 	}
-	last := first + uint64(len(survivors)) - 1
-	// One survivor writes its own batch; several are copied into the group's.
-	b := survivors[0].Commit.Batch
-	if len(survivors) > 1 {
-		b = sc.batch
-		b.Reset()
-	}
-	err = c.appendDense(b, first-1)
-	now := time.Now()
-	for i, r := range survivors {
-		if err != nil {
-			break
-		}
-		r.Commit.Time = now
-		if len(survivors) > 1 {
-			b.Append(r.Commit.Batch)
-		}
-		sc.entry, err = c.appendEntry(b, r.Commit, first+uint64(i), sc.entry)
-	}
-	if err == nil {
-		err = c.env.Write(b)
-	}
-	for _, r := range survivors {
-		c.observe(r.Commit, Written)
-	}
-	if err != nil {
-		c.fill(first, last)
-		for _, r := range survivors {
-			r.Err = err
-		}
-		return
-	}
+	g := groupWrite{reqs: survivors, first: first, dense: c.denseDue(), now: time.Now()}
 	if c.table != nil { // a Writer's core keeps none
 		for i, r := range survivors {
 			c.table.record(r.Commit.Writes, first+uint64(i))
 		}
 	}
-	if err := c.env.Positions.Publish(first, last); err != nil {
-		for _, r := range survivors {
+	return g, true
+}
+
+// write is the writing part of a group, run after its leader handed on, beside the
+// writes of other groups: it builds the group's batch (one commit's own, or several
+// copied into a pooled one) with the log entries and the dense watermark, writes it,
+// fills the positions when the write failed, and publishes them, which returns once
+// every earlier group is published too. Each request gets its Pos or Err.
+func (c *core) write(g groupWrite) {
+	reqs := g.reqs
+	last := g.first + uint64(len(reqs)) - 1
+	b := reqs[0].Commit.Batch
+	if len(reqs) > 1 {
+		b = c.groupBatch()
+		defer c.putGroupBatch(b)
+	}
+	var err error
+	if g.dense > 0 {
+		err = c.appendDense(b, g.dense)
+	}
+	var entry []byte
+	for i, r := range reqs {
+		if err != nil {
+			break
+		}
+		r.Commit.Time = g.now
+		if len(reqs) > 1 {
+			b.Append(r.Commit.Batch)
+		}
+		entry, err = c.appendEntry(b, r.Commit, g.first+uint64(i), entry)
+	}
+	if err == nil {
+		err = c.env.Write(b)
+	}
+	for _, r := range reqs {
+		c.observe(r.Commit, Written)
+	}
+	if err != nil {
+		c.fill(g.first, last)
+		for _, r := range reqs {
 			r.Err = err
 		}
 		return
 	}
-	for i, r := range survivors {
-		r.Pos = first + uint64(i)
+	if err := c.env.Positions.Publish(g.first, last); err != nil {
+		for _, r := range reqs {
+			r.Err = err
+		}
+		return
+	}
+	for i, r := range reqs {
+		r.Pos = g.first + uint64(i)
 	}
 }
 

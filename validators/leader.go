@@ -5,23 +5,32 @@ import (
 	"sync"
 )
 
-// leaderQueue runs requests through process in groups, one group at a time: the first
-// caller to arrive while nobody leads becomes the leader, takes everything queued (up
-// to maxGroupBytes of batches), processes it, wakes the members, and hands leadership
-// to the next queued member. RocksDB does the same for its write group; doing it in
-// Go lets one batch carry many commits, so one WAL write serves them all.
+// leaderQueue runs requests through process in groups: the first caller to arrive
+// while nobody leads becomes the leader, takes everything queued (up to maxGroupBytes
+// of batches) and processes it. Process hands leadership on (handoff) as soon as it
+// is done with what must happen one group at a time (validating under the serial
+// policy, assigning positions, recording writes), then writes its group while the
+// next leader already assigns the next one, so several groups' writes can be in
+// RocksDB at once and share its write group (one WAL write, memtable inserts on
+// several threads). The members are woken when process returns. RocksDB groups
+// writers the same way; doing it in Go as well lets one batch carry many commits.
 //
 // Invariants:
-//   - leading is true exactly while a leader runs; at most one goroutine leads.
+//   - leading is true from a leader's start until it hands off with an empty queue;
+//     at most one goroutine leads, that is, runs process before its handoff.
 //   - Every queued member is woken exactly once: with false when its request is done,
 //     or with true to lead the group it heads (it is then done when lead returns).
-//   - Requests are processed in queue order.
+//   - Groups are taken in queue order, and each group's handoff follows its
+//     leader's part of process, so the leaders' parts run one at a time, in order.
+//   - scratch is the leaders' and is touched only before the handoff.
 type leaderQueue struct {
 	mu      sync.Mutex
 	leading bool
 	queue   []*member
-	scratch groupScratch // the leader's, reused
-	process func([]*Request, *groupScratch)
+	scratch groupScratch // the leaders', reused; untouched after a handoff
+	// process handles one group; it calls handoff once, when the next group may
+	// start (lead calls it after process if process did not).
+	process func(reqs []*Request, sc *groupScratch, handoff func())
 }
 
 // member is one queued request. Members are pooled with their channel: a member is
@@ -67,8 +76,8 @@ func (q *leaderQueue) do(reqs []*Request) {
 	}
 }
 
-// lead takes the queued members as one group, processes them, wakes them, and hands
-// leadership to the next queued member if any.
+// lead takes the queued members as one group, processes them (handing leadership to
+// the next queued member, if any, when process says so) and wakes them.
 func (q *leaderQueue) lead() {
 	q.mu.Lock()
 	group, size := q.queue, 0
@@ -87,8 +96,25 @@ func (q *leaderQueue) lead() {
 	for i, m := range group {
 		reqs[i] = m.Request
 	}
-	q.process(reqs, &q.scratch)
+	handed := false
+	handoff := func() {
+		if !handed {
+			handed = true
+			q.handoff()
+		}
+	}
+	q.process(reqs, &q.scratch, handoff)
+	handoff()
+	// group[0] is the leader itself: the first arrival when nobody led, or the member
+	// it was handed to. It reads its result directly.
+	for _, m := range group[1:] {
+		m.wake <- false
+	}
+}
 
+// handoff makes the next queued member the leader, or ends leadership when none is
+// queued.
+func (q *leaderQueue) handoff() {
 	q.mu.Lock()
 	var next *member
 	if len(q.queue) > 0 {
@@ -97,11 +123,6 @@ func (q *leaderQueue) lead() {
 		q.leading = false
 	}
 	q.mu.Unlock()
-	// group[0] is the leader itself: the first arrival when nobody led, or the member
-	// it was handed to. It reads its result directly.
-	for _, m := range group[1:] {
-		m.wake <- false
-	}
 	if next != nil {
 		next.wake <- true
 	}

@@ -3,6 +3,7 @@ package validators
 import (
 	"bytes"
 	"fmt"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -11,7 +12,9 @@ import (
 	"github.com/rockline/rockline/storage"
 )
 
-// queueRig runs a leaderQueue whose process records each group it is given.
+// queueRig runs a leaderQueue whose process records each group it is given before
+// its handoff, and yields after it, so that the leaders' parts (which must not
+// overlap) run beside earlier groups' writing parts (which may).
 type queueRig struct {
 	q       leaderQueue
 	mu      sync.Mutex
@@ -22,7 +25,7 @@ type queueRig struct {
 
 func newQueueRig() *queueRig {
 	r := &queueRig{}
-	r.q = leaderQueue{process: func(reqs []*Request, _ *groupScratch) {
+	r.q = leaderQueue{process: func(reqs []*Request, _ *groupScratch, handoff func()) {
 		if r.running.Add(1) != 1 {
 			r.overlap.Store(true)
 		}
@@ -30,6 +33,8 @@ func newQueueRig() *queueRig {
 		r.groups = append(r.groups, append([]*Request(nil), reqs...))
 		r.mu.Unlock()
 		r.running.Add(-1)
+		handoff()
+		runtime.Gosched() // the writing part: the next leader may run meanwhile
 	}}
 	return r
 }

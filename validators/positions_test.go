@@ -2,27 +2,38 @@ package validators
 
 import (
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 )
 
 // fakePositions is the tests' Positions: the contract in its simplest form, which
 // also checks that a validator keeps its side of it. It records every Assign,
-// Publish and Stop in its trace, and reports (t.Errorf) an Assign while another
-// assignment is open and a Publish of anything but the open assignment: the in-order
-// completion the pipeline's sequencer relies on.
+// Publish and Stop in its trace, reports (t.Errorf) a Publish of anything but an
+// open assignment, and publishes in order: a Publish returns once every earlier
+// assignment is closed too.
 type fakePositions struct {
 	t     *testing.T
 	trace *trace // "assign 1+3", "publish 1..3", "stop 2"
 
 	mu                  sync.Mutex
+	closed              sync.Cond // on mu: published moved or err was set
 	assigned, published uint64
+	open                []openSpan // in assignment order
 	err                 error
 	readers             map[uint64]int
 }
 
+// openSpan is an open assignment; done once published, waiting for earlier ones.
+type openSpan struct {
+	first, last uint64
+	done        bool
+}
+
 func newFakePositions(t *testing.T) *fakePositions {
-	return &fakePositions{t: t, trace: &trace{}, readers: make(map[uint64]int)}
+	p := &fakePositions{t: t, trace: &trace{}, readers: make(map[uint64]int)}
+	p.closed.L = &p.mu
+	return p
 }
 
 // trace is an ordered record of calls, safe for concurrent use.
@@ -74,14 +85,12 @@ func (p *fakePositions) Assign(n int) (uint64, error) {
 	if p.err != nil {
 		return 0, p.err
 	}
-	if p.assigned != p.published {
-		p.t.Errorf("Assign(%d) while %d..%d are open", n, p.published+1, p.assigned)
-	}
 	if n < 1 {
 		p.t.Errorf("Assign(%d)", n)
 	}
 	first := p.assigned + 1
 	p.assigned += uint64(n)
+	p.open = append(p.open, openSpan{first: first, last: p.assigned})
 	p.trace.add("assign %d+%d", first, n)
 	return first, nil
 }
@@ -93,11 +102,21 @@ func (p *fakePositions) Publish(first, last uint64) error {
 	if p.err != nil {
 		return p.err
 	}
-	if first != p.published+1 || last != p.assigned {
-		p.t.Errorf("Publish(%d, %d) with %d..%d open", first, last, p.published+1, p.assigned)
+	i := slices.IndexFunc(p.open, func(o openSpan) bool { return o.first == first && o.last == last })
+	if i < 0 || p.open[i].done {
+		p.t.Errorf("Publish(%d, %d) with %v open", first, last, p.open)
+		return nil
 	}
-	p.published = last
-	return nil
+	p.open[i].done = true
+	for len(p.open) > 0 && p.open[0].done {
+		p.published = p.open[0].last
+		p.open = p.open[1:]
+	}
+	p.closed.Broadcast()
+	for p.published < last && p.err == nil {
+		p.closed.Wait()
+	}
+	return p.err
 }
 
 func (p *fakePositions) Stop(pos uint64, cause error) {
@@ -107,6 +126,7 @@ func (p *fakePositions) Stop(pos uint64, cause error) {
 	if p.err == nil {
 		p.err = fmt.Errorf("%w: position %d: %w", ErrStopped, pos, cause)
 	}
+	p.closed.Broadcast()
 }
 
 // acquire registers a reader at the published position, as a transaction's Begin

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/rockline/rockline/storage"
@@ -79,8 +80,8 @@ type Commit struct {
 
 // Record is the caller's side of one commit (the local engine's commit record, which
 // travels the whole commit path). Both methods are writer calls (see Env): they run
-// on the writer queue's leader, one goroutine at a time, and must touch only the
-// commit's own state.
+// on the goroutine writing the commit's group, possibly beside other groups' writer
+// calls, and must touch only the commit's own state.
 type Record interface {
 	// Entry appends the commit's log entry at position pos, committed at unixNano, to
 	// dst and returns it. It may add to b writes that need the position (the
@@ -148,6 +149,9 @@ type core struct {
 	env    Env
 	checks []Check
 	table  *table
+	// dense is the last dense watermark a group was given to write; only the
+	// writer queue's leader, before its handoff, reads or sets it (denseDue).
+	dense uint64
 }
 
 func newCore(env Env, o Options) core {
@@ -176,17 +180,54 @@ func (c *core) appendEntry(b *storage.Batch, cm *Commit, pos uint64, scratch []b
 }
 
 // DenseKey is the log-family key whose value (a uvarint) is a position through which
-// the log is known to be dense. Every commit batch rewrites it with the published
-// position at the moment its own positions were assigned (the position before its
-// first, since positions complete in order), so after a crash only the positions
-// above it need to be checked for gaps. The empty key sorts before every position key.
+// the log is known to be dense, so that after a crash only the positions above it need
+// to be checked for gaps. A group rewrites it, with the published position at the
+// moment its own positions were assigned, once that position is denseEvery past the
+// value last written: every position up to it was written before the group's batch
+// was built, so it precedes that batch in the WAL and survives whenever the batch
+// does. The empty key sorts before every position key.
 var DenseKey = []byte{}
+
+// denseEvery is how far the published position moves before a group rewrites
+// DenseKey. Writing it with every group cost a third RocksDB key per 1-key commit;
+// every denseEvery positions, recovery reads at most about denseEvery entries more
+// (well under a millisecond).
+const denseEvery = 1024
+
+// denseDue returns the dense watermark the group being assigned should write, or 0
+// when the last one written is recent enough. Leader only (see core.dense).
+func (c *core) denseDue() uint64 {
+	p := c.env.Positions.Published()
+	if p < c.dense+denseEvery {
+		return 0
+	}
+	c.dense = p
+	return p
+}
 
 // appendDense adds the dense watermark, position dense, to b.
 func (c *core) appendDense(b *storage.Batch, dense uint64) error {
 	var buf [binary.MaxVarintLen64]byte
 	n := binary.PutUvarint(buf[:], dense)
 	return b.Put(c.env.Log, DenseKey, buf[:n])
+}
+
+// groupBatches pools the batches several commits of a group are copied into. A
+// batch over maxPooledBatch is dropped rather than pinned.
+var groupBatches = sync.Pool{New: func() any { return storage.NewBatch() }}
+
+const maxPooledBatch = 4 << 20
+
+func (c *core) groupBatch() *storage.Batch {
+	b := groupBatches.Get().(*storage.Batch)
+	b.Reset()
+	return b
+}
+
+func (c *core) putGroupBatch(b *storage.Batch) {
+	if b.Size() <= maxPooledBatch {
+		groupBatches.Put(b)
+	}
 }
 
 // fill writes filler entries for positions first..last after their commit's write

@@ -2,8 +2,6 @@ package validators
 
 import (
 	"context"
-
-	"github.com/rockline/rockline/storage"
 )
 
 // maxGroupBytes caps the data one group leader writes in one batch; members past it
@@ -21,7 +19,7 @@ type writeGroup struct {
 
 func newWriteGroup(env Env, o Options) *writeGroup {
 	w := &writeGroup{core: newCore(env, o)}
-	w.q = leaderQueue{scratch: groupScratch{batch: storage.NewBatch()}, process: w.runGroup}
+	w.q = leaderQueue{process: w.runGroup}
 	return w
 }
 

@@ -2,8 +2,6 @@ package validators
 
 import (
 	"fmt"
-
-	"github.com/rockline/rockline/storage"
 )
 
 // Factory makes a validator over the environment and options the local engine gives
@@ -39,7 +37,7 @@ func NewWriter(env Env) (*Writer, error) {
 		return nil, err
 	}
 	w := &Writer{c: core{env: env}}
-	w.q = leaderQueue{scratch: groupScratch{batch: storage.NewBatch()}, process: w.c.writeSurvivors}
+	w.q = leaderQueue{process: w.c.writeSurvivors}
 	return w, nil
 }
 

@@ -25,7 +25,7 @@ func TestWriter(t *testing.T) {
 		group: []spec{a, b},
 		want:  []outcome{{1, nil}, {2, nil}},
 		wantTrace: []string{
-			"validated a", "validated b", "assign 1+2", "entry a @1", "entry b @2", "write 5",
+			"validated a", "validated b", "assign 1+2", "entry a @1", "entry b @2", "write 4",
 			"written a", "written b", "publish 1..2",
 		},
 	}, {
@@ -34,7 +34,7 @@ func TestWriter(t *testing.T) {
 		group:      []spec{a, b},
 		want:       []outcome{{0, errWrite}, {0, errWrite}},
 		wantTrace: []string{
-			"validated a", "validated b", "assign 1+2", "entry a @1", "entry b @2", "write 5 failed",
+			"validated a", "validated b", "assign 1+2", "entry a @1", "entry b @2", "write 4 failed",
 			"written a", "written b", "filler @1", "filler @2", "write 2", "publish 1..2",
 		},
 	}}

@@ -347,3 +347,29 @@ func TestNewChecksEnv(t *testing.T) {
 		t.Errorf("New with an unknown policy = %v; want ErrInvalidPolicy", err)
 	}
 }
+
+// TestEnvDenseWatermarkEvery: a group carries the dense watermark (a third write
+// beside a 1-key commit's data and entry) only once the published position moved
+// denseEvery past the last one written, and then with the published position.
+func TestEnvDenseWatermarkEvery(t *testing.T) {
+	for _, policy := range policies {
+		t.Run(policy, func(t *testing.T) {
+			e := newFakeEnv(t)
+			v := e.validator(policy)
+			var withDense []uint64 // positions of the commits whose write carried it
+			for i := range 2*denseEvery + 10 {
+				pos := commitOne(t, v, e, spec{tag: "c", writes: []string{fmt.Sprint("k", i)}}).Pos
+				for _, ev := range e.trace.take() {
+					if ev == "write 3" {
+						withDense = append(withDense, pos)
+					}
+				}
+			}
+			// Position p is assigned with p-1 published: the first is due at 1,025.
+			want := []uint64{denseEvery + 1, 2*denseEvery + 1}
+			if diff := cmp.Diff(want, withDense); diff != "" {
+				t.Errorf("commits that wrote the dense watermark (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

@@ -27,8 +27,9 @@
 // The parallel validator (default) lets commits on different keys validate
 // concurrently, each holding its keys' bucket locks; the serial one validates a group of
 // commits in arrival order. Under both, validated commits of every lane go through one
-// shared writer queue, whose leader assigns their positions and writes each group as
-// one batch, one group at a time, so positions are written in order.
+// shared writer queue, whose leader assigns their positions one group at a time and
+// hands the queue on; each group is written as one batch, beside the next groups'
+// writes (RocksDB groups them into one WAL write), and published in position order.
 //
 // Each stage opens a span (rockline.commit, rockline.lane.wait, rockline.validate,
 // rockline.write, rockline.publish) through Config.TracerProvider and records

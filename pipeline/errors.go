@@ -21,7 +21,10 @@ var (
 	// was pruned (see validators.MaxTableKeys). Nothing was written; retry.
 	ErrTxnTooOld = validators.ErrTxnTooOld
 	// ErrStopped: a write failed and its log position could not be filled; the database
-	// accepts no more commits until it is reopened.
+	// accepts no more commits until it is reopened. Commits whose groups were being
+	// written beside the failed one also fail with it, and may have reached storage:
+	// their outcome is unknown until the next Open, which keeps what reached the WAL
+	// and fills the gap.
 	ErrStopped = validators.ErrStopped
 	// ErrNotFound: the key does not exist.
 	ErrNotFound = storage.ErrNotFound

@@ -438,9 +438,8 @@ func main() {
 	if cfg.scenarios["cluster"] { // about 5 s to start the cluster, 1 s per run to open a stream
 		est += 5*time.Second + time.Duration(len(clusterCells)*cfg.rounds*len(clusterEngines))*(cfg.duration+time.Second)
 	}
-	scaleUnits := scalePlan(cfg)
 	if cfg.scenarios["scale"] {
-		for _, u := range scaleUnits {
+		for _, u := range scalePlan(cfg) {
 			est += u
 		}
 	}
@@ -597,7 +596,7 @@ func main() {
 	}
 	var scaleRows []scaleResult
 	if cfg.scenarios["scale"] {
-		scaleRows = runScale(cfg, progress, emit, func(i int) { tr.advance(scaleUnits[i]) })
+		scaleRows = runScale(cfg, progress, emit, tr.advance)
 		for _, r := range scaleRows {
 			if r.Error != "" {
 				failed = true

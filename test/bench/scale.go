@@ -148,9 +148,10 @@ func scalePlan(cfg *config) []time.Duration {
 
 // runScale runs the scale scenario: it opens one database under cfg.dir, grows it to
 // each size in turn and measures it there, emitting one scaleResult per size, and
-// removes the database at the end. It stops at the first size that fails. done(i) is
-// called as size i completes, before its progress line.
-func runScale(cfg *config, progress func(string), emit func(any), done func(i int)) []scaleResult {
+// removes the database at the end. It stops at the first size that fails. It reports
+// its progress against scalePlan to advance, before each progress line: as a growth
+// appends, and the rest of a size's planned cost as the size completes.
+func runScale(cfg *config, progress func(string), emit func(any), advance func(planned time.Duration)) []scaleResult {
 	var out []scaleResult
 	sdb, err := openScale(cfg)
 	if err != nil {
@@ -163,9 +164,16 @@ func runScale(cfg *config, progress func(string), emit func(any), done func(i in
 			progress("scale | close: " + err.Error())
 		}
 	}()
+	plan := scalePlan(cfg)
 	for i, size := range cfg.scaleSizes {
-		r := runScaleSize(cfg, sdb, size, progress)
-		done(i)
+		var advanced time.Duration
+		step := func(d time.Duration) { // never beyond the size's plan
+			d = min(d, plan[i]-advanced)
+			advanced += d
+			advance(d)
+		}
+		r := runScaleSize(cfg, sdb, size, progress, step)
+		step(plan[i] - advanced)
 		if len(out) > 0 {
 			first := out[0]
 			r.AppendP99Ratio = ratioOf(r.AppendLat.P99, first.AppendLat.P99)
@@ -224,7 +232,7 @@ func (s *scaleDB) close() error {
 // runScaleSize grows the database to size events, waits for its compactions, then
 // measures appends and reads, each for cfg.scaleDuration, and what it takes in disk
 // and memory.
-func runScaleSize(cfg *config, s *scaleDB, size int, progress func(string)) scaleResult {
+func runScaleSize(cfg *config, s *scaleDB, size int, progress func(string), advance func(time.Duration)) scaleResult {
 	r := scaleResult{Scenario: "scale", Size: size, LoadBatch: cfg.scaleLoadBatch, LoadWorkers: cfg.scaleLoadWorkers, Workers: cfg.scaleWorkers}
 	r.Label = fmt.Sprintf("scale N=%d W=%d", size, cfg.scaleWorkers)
 	ctx := context.Background()
@@ -232,7 +240,7 @@ func runScaleSize(cfg *config, s *scaleDB, size int, progress func(string)) scal
 	defer dog.Stop()
 	before := s.events
 	cpu0, t0 := cpuTime(), time.Now()
-	if err := s.grow(ctx, cfg, size, progress); err != nil {
+	if err := s.grow(ctx, cfg, size, progress, advance); err != nil {
 		r.Error = "load: " + err.Error()
 		return r
 	}

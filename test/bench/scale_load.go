@@ -19,8 +19,10 @@ const scaleProgressEvery = 15 * time.Second
 // streams i with i % workers == w) and go round by round: every stream's first
 // cfg.scaleLoadBatch events, then every stream's next ones, so a stream's commits are
 // spread over the part of the log this growth writes. Each append states the exact
-// revision it expects, as an application's would, and checks the one it gets.
-func (s *scaleDB) grow(ctx context.Context, cfg *config, size int, progress func(string)) error {
+// revision it expects, as an application's would, and checks the one it gets. Before
+// each progress line it passes the planned cost of the events appended since the last
+// one to advance.
+func (s *scaleDB) grow(ctx context.Context, cfg *config, size int, progress func(string), advance func(time.Duration)) error {
 	if uint64(size) <= s.events {
 		return nil
 	}
@@ -43,12 +45,15 @@ func (s *scaleDB) grow(ctx context.Context, cfg *config, size int, progress func
 	tick := time.NewTicker(scaleProgressEvery)
 	defer tick.Stop()
 	t0 := time.Now()
+	var reported uint64
 	for waiting := true; waiting; {
 		select {
 		case <-done:
 			waiting = false
 		case <-tick.C:
 			n := loaded.Load()
+			advance(time.Duration(n-reported) * scaleLoadCost)
+			reported = n
 			progress(fmt.Sprintf("scale | growing to %d events: %d of %d appended (%.0f%%), %s events/s",
 				size, n, total, 100*float64(n)/float64(total), fmtRate(float64(n)/time.Since(t0).Seconds())))
 		}

@@ -19,7 +19,7 @@ func TestScaleScenario(t *testing.T) {
 	cfg.scaleWorkers, cfg.scaleLoadWorkers, cfg.scaleLoadBatch = 2, 4, 10
 	var lines []map[string]any
 	var progress []string
-	var done []int
+	var advanced time.Duration
 	rows := runScale(cfg, func(s string) { progress = append(progress, s) }, func(v any) {
 		b, err := json.Marshal(v)
 		if err != nil {
@@ -30,9 +30,12 @@ func TestScaleScenario(t *testing.T) {
 			t.Fatal(err)
 		}
 		lines = append(lines, m)
-	}, func(i int) { done = append(done, i) })
-	if len(rows) != 2 || len(lines) != 2 || len(done) != 2 {
-		t.Fatalf("%d rows, %d JSON lines, %d sizes done; want 2 of each\n%s", len(rows), len(lines), len(done), strings.Join(progress, "\n"))
+	}, func(d time.Duration) { advanced += d })
+	if len(rows) != 2 || len(lines) != 2 {
+		t.Fatalf("%d rows, %d JSON lines; want 2 of each\n%s", len(rows), len(lines), strings.Join(progress, "\n"))
+	}
+	if plan := scalePlan(cfg); advanced != plan[0]+plan[1] {
+		t.Errorf("progress advanced by %s, want the plan's %s", advanced, plan[0]+plan[1])
 	}
 	for i, r := range rows {
 		size := cfg.scaleSizes[i]

@@ -57,10 +57,12 @@ type scaleResult struct {
 	AppendLat        latency           `json:"append_latency"`
 	AppendExisting   latency           `json:"append_existing_latency"`
 	AppendNew        latency           `json:"append_new_latency"`
+	AppendCPU        float64           `json:"cpu_us_per_append"` // the process's CPU time over the phase, per append
 	Reads            uint64            `json:"reads"`
 	ReadsPerS        float64           `json:"reads_per_s"`
 	ReadEvents       float64           `json:"events_per_read"`
 	ReadLat          latency           `json:"read_latency"`
+	ReadCPU          float64           `json:"cpu_us_per_read"`
 	AppendP99Ratio   float64           `json:"append_p99_vs_smallest"`
 	ReadP99Ratio     float64           `json:"read_p99_vs_smallest"`
 	DiskBytes        int64             `json:"disk_bytes"` // blocks allocated under the database folder
@@ -183,9 +185,10 @@ func runScale(cfg *config, progress func(string), emit func(any), advance func(p
 		}
 		emit(r)
 		out = append(out, r)
-		msg := fmt.Sprintf("scale | %d events | load %.1fs (%s events/s), %.2f GiB on disk, RSS %.0f MiB | append p50 %s p99 %s (%.2fx), read p50 %s p99 %s (%.2fx)",
+		msg := fmt.Sprintf("scale | %d events | load %.1fs (%s events/s), %.2f GiB on disk, RSS %.0f MiB | append p50 %s p99 %s (%.2fx) CPU %s, read p50 %s p99 %s (%.2fx) CPU %s",
 			r.Events, r.LoadSeconds, fmtRate(r.LoadEventsPerS), float64(r.DiskBytes)/(1<<30), r.RSSMiB,
-			fmtUS(r.AppendLat.P50), fmtUS(r.AppendLat.P99), r.AppendP99Ratio, fmtUS(r.ReadLat.P50), fmtUS(r.ReadLat.P99), r.ReadP99Ratio)
+			fmtUS(r.AppendLat.P50), fmtUS(r.AppendLat.P99), r.AppendP99Ratio, fmtUS(r.AppendCPU),
+			fmtUS(r.ReadLat.P50), fmtUS(r.ReadLat.P99), r.ReadP99Ratio, fmtUS(r.ReadCPU))
 		if r.Error != "" {
 			progress(msg + ", ERROR: " + r.Error)
 			break

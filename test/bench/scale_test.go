@@ -50,8 +50,9 @@ func TestScaleScenario(t *testing.T) {
 				t.Errorf("size %d: %s latency %+v", size, name, l)
 			}
 		}
-		if r.Appends == 0 || r.AppendsPerS <= 0 || r.Reads == 0 || r.ReadsPerS <= 0 || r.ReadEvents < scaleStreamEvents {
-			t.Errorf("size %d: %d appends (%.0f/s), %d reads (%.0f/s) of %.1f events", size, r.Appends, r.AppendsPerS, r.Reads, r.ReadsPerS, r.ReadEvents)
+		if r.Appends == 0 || r.AppendsPerS <= 0 || r.Reads == 0 || r.ReadsPerS <= 0 || r.ReadEvents < scaleStreamEvents || r.AppendCPU <= 0 || r.ReadCPU <= 0 {
+			t.Errorf("size %d: %d appends (%.0f/s, %.1f µs CPU each), %d reads (%.0f/s, %.1f µs CPU each) of %.1f events",
+				size, r.Appends, r.AppendsPerS, r.AppendCPU, r.Reads, r.ReadsPerS, r.ReadCPU, r.ReadEvents)
 		}
 		if r.DiskBytes <= 0 || r.RSSMiB <= 0 || r.PeakRSSMiB < r.RSSMiB || r.AnonMiB <= 0 || r.GoHeapMiB <= 0 {
 			t.Errorf("size %d: disk %d B, RSS %.1f MiB (peak %.1f), anon %.1f MiB, Go heap %.1f MiB", size, r.DiskBytes, r.RSSMiB, r.PeakRSSMiB, r.AnonMiB, r.GoHeapMiB)

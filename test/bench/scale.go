@@ -57,16 +57,21 @@ type scaleResult struct {
 	AppendLat        latency           `json:"append_latency"`
 	AppendExisting   latency           `json:"append_existing_latency"`
 	AppendNew        latency           `json:"append_new_latency"`
-	AppendCPU        float64           `json:"cpu_us_per_append"` // the process's CPU time over the phase, per append
+	AppendCPU        float64           `json:"cpu_us_per_append"`          // the process's CPU time over the phase, per append
+	AppendReadKiB    float64           `json:"read_kib_per_append"`        // /proc/self/io rchar over the phase, per append
+	AppendDeviceKiB  float64           `json:"device_read_kib_per_append"` // read_bytes: the part the device served
 	Reads            uint64            `json:"reads"`
 	ReadsPerS        float64           `json:"reads_per_s"`
 	ReadEvents       float64           `json:"events_per_read"`
 	ReadLat          latency           `json:"read_latency"`
 	ReadCPU          float64           `json:"cpu_us_per_read"`
+	ReadReadKiB      float64           `json:"read_kib_per_read"`
+	ReadDeviceKiB    float64           `json:"device_read_kib_per_read"`
 	AppendP99Ratio   float64           `json:"append_p99_vs_smallest"`
 	ReadP99Ratio     float64           `json:"read_p99_vs_smallest"`
 	DiskBytes        int64             `json:"disk_bytes"` // blocks allocated under the database folder
-	WALBytes         int64             `json:"wal_bytes"`  // the write-ahead log files' size, among them
+	FileBytes        int64             `json:"file_bytes"` // the files' sizes (RocksDB preallocates WAL space beyond them)
+	WALBytes         int64             `json:"wal_bytes"`  // the write-ahead log files' sizes, among them
 	SSTBytes         map[string]uint64 `json:"sst_bytes_by_family"`
 	RSSMiB           float64           `json:"rss_mib"` // after the measured phases and a GC
 	PeakRSSMiB       float64           `json:"peak_rss_mib"`

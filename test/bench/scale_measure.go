@@ -21,15 +21,20 @@ type scaleAppendStats struct {
 // measureAppends runs cfg.scaleWorkers workers for cfg.scaleDuration, each appending
 // one event at a time, by turns to one of its loaded streams at random (expecting
 // the stream's exact revision) and to a stream of its own it creates (expecting no
-// stream), and fills r's append figures, CPU time per append among them (the whole
-// process's, RocksDB's flushes and compactions included: on a shared machine a
-// steadier figure than latency, which waits for the CPU as much as for the database).
+// stream), and fills r's append figures, CPU time and bytes read per append among
+// them (the whole process's, RocksDB's flushes and compactions included: on a shared
+// machine steadier figures than latency, which waits for the CPU as much as for the
+// database).
 func (s *scaleDB) measureAppends(cfg *config, r *scaleResult) error {
 	workers := cfg.scaleWorkers
 	stats := make([]*scaleAppendStats, workers)
 	errs := make([]error, workers)
 	var stop atomic.Bool
 	var wg sync.WaitGroup
+	io0, err := readIO()
+	if err != nil {
+		return err
+	}
 	cpu0, t0 := cpuTime(), time.Now()
 	timer := time.AfterFunc(cfg.scaleDuration, func() { stop.Store(true) })
 	defer timer.Stop()
@@ -42,6 +47,10 @@ func (s *scaleDB) measureAppends(cfg *config, r *scaleResult) error {
 	wg.Wait()
 	cpu := cpuTime() - cpu0
 	r.Seconds = time.Since(t0).Seconds()
+	io1, err := readIO()
+	if err != nil {
+		return err
+	}
 	var all, existing, fresh hist
 	for _, st := range stats {
 		r.Appends += st.appends
@@ -52,6 +61,7 @@ func (s *scaleDB) measureAppends(cfg *config, r *scaleResult) error {
 	s.events += r.Appends
 	r.AppendsPerS = ratioOf(float64(r.Appends), r.Seconds)
 	r.AppendCPU = ratioOf(float64(cpu.Microseconds()), float64(r.Appends))
+	r.AppendReadKiB, r.AppendDeviceKiB = io1.perCall(io0, r.Appends)
 	r.AppendLat, r.AppendExisting, r.AppendNew = all.summary(), existing.summary(), fresh.summary()
 	return errors.Join(errs...)
 }
@@ -107,7 +117,7 @@ type scaleReadStats struct {
 // measureReads runs cfg.scaleWorkers workers for cfg.scaleDuration, each reading whole
 // loaded streams chosen at random, and checks every read: the stream's events, every
 // one of them, in revision order, with the IDs the load and the appends gave them.
-// CPU time per read is the whole process's, as for appends.
+// CPU time and bytes read per read are the whole process's, as for appends.
 func (s *scaleDB) measureReads(ctx context.Context, cfg *config, r *scaleResult) error {
 	if s.streams == 0 {
 		return errors.New("no stream loaded")
@@ -117,6 +127,10 @@ func (s *scaleDB) measureReads(ctx context.Context, cfg *config, r *scaleResult)
 	errs := make([]error, workers)
 	var stop atomic.Bool
 	var wg sync.WaitGroup
+	io0, err := readIO()
+	if err != nil {
+		return err
+	}
 	cpu0, t0 := cpuTime(), time.Now()
 	timer := time.AfterFunc(cfg.scaleDuration, func() { stop.Store(true) })
 	defer timer.Stop()
@@ -135,6 +149,10 @@ func (s *scaleDB) measureReads(ctx context.Context, cfg *config, r *scaleResult)
 	}
 	wg.Wait()
 	secs, cpu := time.Since(t0).Seconds(), cpuTime()-cpu0
+	io1, err := readIO()
+	if err != nil {
+		return err
+	}
 	var lat hist
 	var events uint64
 	for _, st := range stats {
@@ -145,6 +163,7 @@ func (s *scaleDB) measureReads(ctx context.Context, cfg *config, r *scaleResult)
 	r.ReadsPerS = ratioOf(float64(r.Reads), secs)
 	r.ReadEvents = ratioOf(float64(events), float64(r.Reads))
 	r.ReadCPU = ratioOf(float64(cpu.Microseconds()), float64(r.Reads))
+	r.ReadReadKiB, r.ReadDeviceKiB = io1.perCall(io0, r.Reads)
 	r.ReadLat = lat.summary()
 	return errors.Join(errs...)
 }

@@ -16,11 +16,11 @@ import (
 // each family's SST bytes, and the process's memory after a GC (resident, its peak so
 // far, anonymous, Go heap) with the block cache's and the memtables' share of it.
 func (s *scaleDB) usage(r *scaleResult) error {
-	disk, wal, err := diskUsage(s.dir)
+	u, err := diskUsage(s.dir)
 	if err != nil {
 		return err
 	}
-	r.DiskBytes, r.WALBytes = disk, wal
+	r.DiskBytes, r.FileBytes, r.WALBytes = u.allocated, u.files, u.wal
 	if r.LoadAvg, err = loadAverage(); err != nil {
 		return err
 	}
@@ -49,11 +49,18 @@ func (s *scaleDB) usage(r *scaleResult) error {
 	return nil
 }
 
-// diskUsage is the space the files under dir take on the device (allocated blocks,
-// as du counts them), leaving out files deleted while it walks, and the size of the
-// write-ahead log files (*.log) among them.
-func diskUsage(dir string) (n, wal int64, err error) {
-	err = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+// space is what the files under a folder take.
+type space struct {
+	allocated int64 // blocks allocated on the device, as du counts them (RocksDB preallocates WAL files)
+	files     int64 // the files' sizes
+	wal       int64 // the write-ahead log files' (*.log) sizes
+}
+
+// diskUsage is the space the files under dir take, leaving out files deleted while
+// it walks.
+func diskUsage(dir string) (space, error) {
+	var u space
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
 		var info fs.FileInfo
 		if err == nil {
 			info, err = d.Info()
@@ -64,20 +71,41 @@ func diskUsage(dir string) (n, wal int64, err error) {
 		if err != nil {
 			return err
 		}
-		if info.Mode().IsRegular() && strings.HasSuffix(path, ".log") {
-			wal += info.Size()
+		if !info.Mode().IsRegular() {
+			return nil
+		}
+		u.files += info.Size()
+		if strings.HasSuffix(path, ".log") {
+			u.wal += info.Size()
 		}
 		if st, ok := info.Sys().(*syscall.Stat_t); ok {
-			n += st.Blocks * 512
+			u.allocated += st.Blocks * 512
 		} else {
-			n += info.Size()
+			u.allocated += info.Size()
 		}
 		return nil
 	})
 	if err != nil {
-		return 0, 0, fmt.Errorf("disk usage of %s: %w", dir, err)
+		return space{}, fmt.Errorf("disk usage of %s: %w", dir, err)
 	}
-	return n, wal, nil
+	return u, nil
+}
+
+// ioCounters are the process's bytes read so far: through read calls (page cache
+// hits included) and from the device.
+type ioCounters struct{ read, device uint64 }
+
+func readIO() (ioCounters, error) {
+	r, d, err := procIO()
+	if err != nil {
+		return ioCounters{}, fmt.Errorf("/proc/self/io: %w", err)
+	}
+	return ioCounters{r, d}, nil
+}
+
+// perCall is the KiB read and the KiB read from the device since c0, per call of n.
+func (c ioCounters) perCall(c0 ioCounters, n uint64) (read, device float64) {
+	return ratioOf(float64(c.read-c0.read)/1024, float64(n)), ratioOf(float64(c.device-c0.device)/1024, float64(n))
 }
 
 // loadAverage is the machine's load average over the last minute (/proc/loadavg):

@@ -95,6 +95,7 @@ func diskUsage(dir string) (space, error) {
 // hits included) and from the device.
 type ioCounters struct{ read, device uint64 }
 
+// readIO reads the process's ioCounters from /proc/self/io (Linux).
 func readIO() (ioCounters, error) {
 	r, d, err := procIO()
 	if err != nil {

@@ -10,6 +10,8 @@
 //	go -C test/bench run . --quick   # under 5 minutes on 2 cores
 //	go -C test/bench run .           # full run, about 70 minutes on 2 cores (--plan prints the estimate)
 //
+//	go -C test/bench run . --scenarios scale --memtable=false   # one event store grown to 100k, then 1M events
+//
 //	go -C test/bench run . --charts DIR                        # also SVG charts of the results in DIR
 //	go -C test/bench run . --charts-from run.jsonl --charts DIR # charts of a saved run's JSON lines, no run
 //
@@ -60,6 +62,11 @@ type config struct {
 	largeWorkers                  int
 	largeKeysPerCommit            int
 	largeEngines                  []string
+	scaleSizes                    []int // scale: event counts the database grows through
+	scaleDuration, scaleSettle    time.Duration
+	scaleWorkers                  int
+	scaleLoadWorkers              int
+	scaleLoadBatch                int
 	dir                           string
 	json, plan                    bool
 	cpuProfile                    string
@@ -101,7 +108,7 @@ func parseFlags() (*config, string) {
 	fs.DurationVar(&c.runTimeout, "run-timeout", 90*time.Second, "a run taking longer than its duration plus this aborts the process")
 	fs.IntVar(&c.rounds, "rounds", 3, "rounds per scenario (figures are medians, with min and max)")
 	engines := fs.String("engines", "", "engines compared: any of "+strings.Join(allKinds, ",")+" (default: all full; all but "+kindBadger+" quick)")
-	scen := fs.String("scenarios", "", "scenarios to run: a (workers × keys grid), b (four databases), c (async/sync mix), d (conflicts), e (WAL off/on), f (bucket sweep on c), s (a's cells with an fsync per commit, commits per fsync), memory, tracing, events (projections and filtered subscriptions), large (data larger than the block cache, bloom filters on and off; needs about 2x4.3 GiB of disk at the default --large-keys) (default: all full; a,b,c,d,memory,tracing,events quick)")
+	scen := fs.String("scenarios", "", "scenarios to run: a (workers × keys grid), b (four databases), c (async/sync mix), d (conflicts), e (WAL off/on), f (bucket sweep on c), s (a's cells with an fsync per commit, commits per fsync), memory, tracing, events (projections and filtered subscriptions), large (data larger than the block cache, bloom filters on and off; needs about 2x4.3 GiB of disk at the default --large-keys), scale (one event store grown through --scale-sizes events, appends and stream reads measured at each size) (default: all full; a,b,c,d,memory,tracing,events quick)")
 	fs.IntVar(&c.eventCount, "event-count", 0, "events scenario: events per run (default 20000 quick, 100000 full)")
 	workers := fs.String("workers", "2,4,8", "scenario a: workers (crossed with --keys unless --grid is given)")
 	keys := fs.String("keys", "1,64,1000", "scenario a: keys per transaction")
@@ -135,6 +142,12 @@ func parseFlags() (*config, string) {
 	fs.IntVar(&c.largeWorkers, "large-workers", 4, "large: workers, one transaction in flight each")
 	fs.IntVar(&c.largeKeysPerCommit, "large-keys-per-commit", 4, "large: random existing keys each transaction reads, then writes")
 	lengines := fs.String("large-engines", strings.Join([]string{kindParallel, kindNative, kindRaw}, ","), "large: engines (any but "+kindBadger+")")
+	scaleSizes := fs.String("scale-sizes", "", "scale: event counts the database grows through, increasing (default 100000,1000000 quick, 1000000,10000000 full)")
+	fs.DurationVar(&c.scaleDuration, "scale-duration", 0, "scale: measured time of each phase (appends, reads) at each size (default --duration)")
+	fs.DurationVar(&c.scaleSettle, "scale-settle", 10*time.Minute, "scale: longest wait after each growth for flushes and compactions to finish")
+	fs.IntVar(&c.scaleWorkers, "scale-workers", 4, "scale: workers appending, then reading, at each size")
+	fs.IntVar(&c.scaleLoadWorkers, "scale-load-workers", 8, "scale: workers appending during each growth")
+	fs.IntVar(&c.scaleLoadBatch, "scale-load-batch", 10, "scale: events per commit during each growth (1..100; a stream's 100 events take 100/batch commits)")
 	fs.StringVar(&c.dir, "dir", os.TempDir(), "where temporary databases go (removed afterwards)")
 	fs.BoolVar(&c.json, "json", true, "print one JSON line per run to stdout")
 	fs.BoolVar(&c.plan, "plan", false, "print the plan and its estimated duration, then exit")
@@ -161,6 +174,7 @@ func parseFlags() (*config, string) {
 	}
 	def(engines, strings.Join(quickKinds, ","), strings.Join(allKinds, ","))
 	def(inflight, "2", "1,4")
+	def(scaleSizes, "100000,1000000", "1000000,10000000")
 	def(msizes, "64,512", "64,128,256,512")
 	if c.quick && *grid == "" {
 		*grid = "4:64,2:1000"
@@ -170,6 +184,9 @@ func parseFlags() (*config, string) {
 		if c.quick {
 			c.duration = 3 * time.Second
 		}
+	}
+	if c.scaleDuration == 0 {
+		c.scaleDuration = c.duration
 	}
 	if c.memtableScale == 0 {
 		c.memtableScale = 1
@@ -190,6 +207,13 @@ func parseFlags() (*config, string) {
 			errs = append(errs, fmt.Sprintf("--%s: %v", name, err))
 		}
 		*dst = v
+	}
+	must(&c.scaleSizes, *scaleSizes, "scale-sizes")
+	if !scaleSizesValid(c.scaleSizes) {
+		errs = append(errs, "--scale-sizes: want positive event counts in increasing order")
+	}
+	if c.scaleWorkers < 1 || c.scaleLoadWorkers < 1 || c.scaleLoadBatch < 1 || c.scaleLoadBatch > scaleStreamEvents {
+		errs = append(errs, "--scale-workers and --scale-load-workers must be positive, --scale-load-batch 1..100")
 	}
 	c.chartsFrom = strList(*chartsFrom)
 	if len(c.chartsFrom) > 0 && c.charts == "" {
@@ -219,8 +243,8 @@ func parseFlags() (*config, string) {
 	}
 	c.scenarios = map[string]bool{}
 	for _, s := range strList(*scen) {
-		if !slices.Contains([]string{"a", "b", "c", "d", "e", "f", "memory", "tracing", "events", "appends", "large", "cluster", "s"}, s) {
-			errs = append(errs, fmt.Sprintf("unknown scenario %q (want a,b,c,d,e,f,s,memory,tracing,events,appends,large,cluster)", s))
+		if !slices.Contains([]string{"a", "b", "c", "d", "e", "f", "memory", "tracing", "events", "appends", "large", "cluster", "s", "scale"}, s) {
+			errs = append(errs, fmt.Sprintf("unknown scenario %q (want a,b,c,d,e,f,s,memory,tracing,events,appends,large,cluster,scale)", s))
 		}
 		c.scenarios[s] = true
 	}
@@ -414,6 +438,11 @@ func main() {
 	if cfg.scenarios["cluster"] { // about 5 s to start the cluster, 1 s per run to open a stream
 		est += 5*time.Second + time.Duration(len(clusterCells)*cfg.rounds*len(clusterEngines))*(cfg.duration+time.Second)
 	}
+	if cfg.scenarios["scale"] {
+		for _, u := range scalePlan(cfg) {
+			est += u
+		}
+	}
 	if cfg.scenarios["large"] {
 		est += 2 * largeLoadUnit
 		est += time.Duration(cfg.rounds*2*len(cfg.largeEngines)) * largeRunUnit
@@ -565,6 +594,15 @@ func main() {
 			}
 		}
 	}
+	var scaleRows []scaleResult
+	if cfg.scenarios["scale"] {
+		scaleRows = runScale(cfg, progress, emit, tr.advance)
+		for _, r := range scaleRows {
+			if r.Error != "" {
+				failed = true
+			}
+		}
+	}
 	var mt []memtableResult
 	if cfg.memtable {
 		mt = runMemtableSweep(cfg, tr.each(mtUnit), emit)
@@ -605,6 +643,10 @@ func main() {
 	if len(largeLoads) > 0 {
 		fmt.Fprintf(w, "\n### Data larger than the block cache: bloom filters on and off\n\n")
 		writeLargeTables(w, cfg, largeLoads, largeRounds)
+	}
+	if len(scaleRows) > 0 {
+		fmt.Fprintf(w, "\n### Flat at scale: one event store grown through %d sizes\n\n", len(scaleRows))
+		writeScaleTable(w, cfg, scaleRows)
 	}
 	if len(mt) > 0 {
 		fmt.Fprintf(w, "\n### Memtable sweep\n\n")

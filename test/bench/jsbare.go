@@ -62,7 +62,7 @@ func jsbareGroups(workers, partitions []int, sides []string, scalingWorkers int)
 	var g []jsbareRun
 	for _, p := range partitions {
 		for _, s := range sides {
-			if s != sideBareReads {
+			if s == sideAPI || s == sideBare {
 				g = append(g, jsbareRun{jsbareCell{workers: scalingWorkers, partitions: p, scaling: true}, s})
 			}
 		}
@@ -87,6 +87,9 @@ type jsbareResult struct {
 	// InFlightPerCommit is the batches sent again after "subject in flight" (10164)
 	// per commit.
 	InFlightPerCommit float64 `json:"inflight_resends_per_commit"`
+	// FenceWaitsPerCommit is the snapshot reads asked again, the replica answering
+	// behind the position, per commit.
+	FenceWaitsPerCommit float64 `json:"fence_waits_per_commit"`
 	// CostToBare is the bare side's commits/s over this side's in the same cell and
 	// round: what one commit costs against the bare publish (1.25 is the target).
 	CostToBare float64 `json:"cost_to_bare,omitempty"`
@@ -201,7 +204,7 @@ func runJSBareOnce(cfg *config, c *jstest.Cluster, run int, cell jsbareCell, sid
 	}
 	hists := make([]hist, cell.workers)
 	var commits atomic.Int64
-	cpu0, start, inFlight0 := cpuTime(), time.Now(), s.inFlight()
+	cpu0, start, inFlight0, fence0 := cpuTime(), time.Now(), s.inFlight(), s.fenceWaits()
 	deadline := start.Add(cfg.duration)
 	for w, app := range s.appenders {
 		wg.Go(func() { // ends at the deadline or on the first error
@@ -232,6 +235,7 @@ func runJSBareOnce(cfg *config, c *jstest.Cluster, run int, cell jsbareCell, sid
 	if res.Commits > 0 {
 		res.CPUPerCommit = float64(cpu.Microseconds()) / float64(res.Commits)
 		res.InFlightPerCommit = float64(inFlight) / float64(res.Commits)
+		res.FenceWaitsPerCommit = float64(s.fenceWaits()-fence0) / float64(res.Commits)
 	}
 	return res
 }

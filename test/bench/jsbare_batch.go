@@ -36,8 +36,8 @@ import (
 // published without a reply on the worker's connection, the fifth is a request, and
 // the append is done when its publish ack names the batch and its five messages. A
 // batch refused with "subject in flight" (10164: another batch checking the same
-// catalog record copy is being proposed) is sent again after the engine's backoff,
-// up to the engine's 16 times.
+// catalog record copy is being proposed) is sent again after the engine's backoff
+// until it lands, as the engine and the event store's retry of a conflict do.
 // The bare side sends exactly these (its checksums are placeholders of the same size:
 // the server does not read them) and keeps the head's sequence from the ack instead
 // of reading it. With reads, it also makes the two round trips the engine makes
@@ -92,7 +92,8 @@ type bareAppender struct {
 	rev     uint64 // the revision the next append gets
 	headSeq uint64 // the head's last sequence (0: none yet)
 
-	inFlight *atomic.Uint64 // counts re-sends after "subject in flight" (10164)
+	inFlight   *atomic.Uint64 // counts re-sends after "subject in flight" (10164)
+	fenceWaits *atomic.Uint64 // counts Direct Gets asked again, the replica behind
 
 	reads bool               // make the engine's two reads before each append
 	inbox string             // the Direct Get answers' subject
@@ -102,7 +103,7 @@ type bareAppender struct {
 // newBareAppender returns an appender of payload-byte events to stream name of the
 // partition (JetStream stream, subject prefix without its dot) on nc; with reads, it
 // reads before every append as the engine does.
-func newBareAppender(nc *nats.Conn, jsStream, prefix, name string, payload int, reads bool, inFlight *atomic.Uint64) (*bareAppender, error) {
+func newBareAppender(nc *nats.Conn, jsStream, prefix, name string, payload int, reads bool, inFlight, fenceWaits *atomic.Uint64) (*bareAppender, error) {
 	p := prefix + "."
 	fam := subjectToken([]byte(esFamily))
 	const typ = "Happened"
@@ -112,7 +113,7 @@ func newBareAppender(nc *nats.Conn, jsStream, prefix, name string, payload int, 
 	data = append(data, make([]byte, payload)...)
 	a := &bareAppender{nc: nc, stream: jsStream, prefix: p, name: name, family: fam, data: data,
 		event: p + "e." + subjectToken([]byte(name)), head: p + "k." + fam + "." + subjectToken(append([]byte{'h'}, name...)),
-		marker: p + "m", commit: p + "c", reads: reads, inFlight: inFlight}
+		marker: p + "m", commit: p + "c", reads: reads, inFlight: inFlight, fenceWaits: fenceWaits}
 	if reads {
 		a.inbox = nc.NewInbox()
 		sub, err := nc.SubscribeSync(a.inbox)
@@ -206,10 +207,11 @@ func (a *bareAppender) append(ctx context.Context, timeout time.Duration) error 
 		switch {
 		case err != nil:
 			return err
-		case ack.Error != nil && ack.Error.ErrCode == jsSubjectInFlight && attempt < inFlightRetries:
+		case ack.Error != nil && ack.Error.ErrCode == jsSubjectInFlight:
 			// Another batch checking the same catalog record copy is being
-			// proposed: sent again, as the engine does, after its backoff (the
-			// engine re-reads first).
+			// proposed: sent again after the engine's backoff. The engine re-reads
+			// first, and after InFlightRetries re-sends reports a conflict, which
+			// the event store's Append retries: sent again until it lands, here.
 			a.inFlight.Add(1)
 			if err := backoffJS(ctx, attempt); err != nil {
 				return fmt.Errorf("bare append: %w", err)
@@ -225,9 +227,6 @@ func (a *bareAppender) append(ctx context.Context, timeout time.Duration) error 
 		return nil
 	}
 }
-
-// inFlightRetries is the engine's default Config.InFlightRetries.
-const inFlightRetries = 16
 
 // backoffJS waits as the engine does before re-sending attempt n (0-based): 0.5 ms
 // doubling up to 32 ms, or until ctx ends.
@@ -290,24 +289,44 @@ func (a *bareAppender) read(ctx context.Context, timeout time.Duration) (uint64,
 	if err != nil {
 		return 0, fmt.Errorf("bare read: %w", err)
 	}
-	if err := a.nc.PublishRequest("$JS.API.DIRECT.GET."+a.stream, a.inbox, body); err != nil {
-		return 0, fmt.Errorf("bare read: direct get: %w", err)
+	for attempt := 0; ; attempt++ {
+		head, fence, err := a.directGet(rctx, body)
+		if err != nil || fence == got.Message.Seq {
+			return head, err
+		}
+		// The replica that answered has not applied the position yet: asked again
+		// after the engine's backoff, as the engine's fence does.
+		a.fenceWaits.Add(1)
+		if err := backoffJS(rctx, attempt); err != nil {
+			return 0, fmt.Errorf("bare read: position %d not applied by the replica answering: %w", got.Message.Seq, err)
+		}
 	}
-	var head uint64
+}
+
+// directGet sends one Direct Get request and returns the head's sequence and the
+// commit marker's (the fence) in its answer.
+func (a *bareAppender) directGet(ctx context.Context, body []byte) (head, fence uint64, err error) {
+	if err := a.nc.PublishRequest("$JS.API.DIRECT.GET."+a.stream, a.inbox, body); err != nil {
+		return 0, 0, fmt.Errorf("bare read: direct get: %w", err)
+	}
 	for {
-		m, err := a.sub.NextMsgWithContext(rctx)
+		m, err := a.sub.NextMsgWithContext(ctx)
 		if err != nil {
-			return 0, fmt.Errorf("bare read: direct get: %w", err)
+			return 0, 0, fmt.Errorf("bare read: direct get: %w", err)
 		}
 		switch m.Header.Get("Status") {
 		case "":
-			if m.Header.Get("Nats-Subject") == a.head {
-				head, _ = strconv.ParseUint(m.Header.Get("Nats-Sequence"), 10, 64)
+			seq, _ := strconv.ParseUint(m.Header.Get("Nats-Sequence"), 10, 64)
+			switch m.Header.Get("Nats-Subject") {
+			case a.head:
+				head = seq
+			case a.commit:
+				fence = seq
 			}
-		case "204": // end of the answer
-			return head, nil
+		case "204", "404": // the end of the answer; nothing at or below the position
+			return head, fence, nil
 		default:
-			return 0, errors.New("bare read: direct get: status " + m.Header.Get("Status") + " " + m.Header.Get("Description"))
+			return 0, 0, errors.New("bare read: direct get: status " + m.Header.Get("Status") + " " + m.Header.Get("Description"))
 		}
 	}
 }

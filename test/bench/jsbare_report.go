@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"strings"
 )
 
 // jsbareRow is one cell and side's rounds, summarised: medians, and the range of
@@ -16,7 +17,7 @@ func summariseJSBare(runs []jsbareResult) (row jsbareRow, ok bool) {
 	var rate, p50, p99, cpu, cost, cpuCost, toOne, resends []float64
 	for _, r := range runs {
 		if r.Error != "" {
-			row.err = r.Error
+			row.err, _, _ = strings.Cut(r.Error, "\n") // the first of the workers' errors
 			continue
 		}
 		rate, p50, p99, cpu = append(rate, r.CommitsPerS), append(p50, r.Latency.P50), append(p99, r.Latency.P99), append(cpu, r.CPUPerCommit)

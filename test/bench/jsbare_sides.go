@@ -27,11 +27,21 @@ import (
 // Sides of the jsbare scenario.
 const (
 	sideAPI       = "api"        // eventstore appends on jetstream.OpenDB (partitioned.Store over several)
+	sideAPIQ64    = "api-q64"    // api on connections whose SubscribeSync channels hold 64 messages
 	sideBare      = "bare"       // the same batches with nats.go, no reads
 	sideBareReads = "bare+reads" // the same batches with the engine's two reads before each
 )
 
-var jsbareSides = []string{sideAPI, sideBare, sideBareReads}
+// jsbareSides are every side; the partitions cells run api and bare only.
+var jsbareSides = []string{sideAPI, sideAPIQ64, sideBare, sideBareReads}
+
+// subChanLenQ64 is api-q64's nats.SyncQueueLen: every Direct Get of the engine makes
+// a SubscribeSync whose channel nats.go sizes at the connection's SubChanLen (64 Ki
+// messages by default, a 512 KiB allocation zeroed per read); the workload's answers
+// hold at most four messages. It stands in for the engine keeping one response
+// subscription per partition (see RESULTS.md), not for a setting to use: a larger
+// answer (a scan window) would overflow it.
+const subChanLenQ64 = 64
 
 // jsbareEventBytes is the size of each event's data.
 const jsbareEventBytes = 100
@@ -52,7 +62,11 @@ type jsSide struct {
 	// engine's partitions' Stats.InFlight on the api side).
 	inFlight func() uint64
 	bare     atomic.Uint64 // the bare side's count
-	parts    []*jetstream.Partition
+	// fenceWaits counts snapshot reads asked again because the replica answering
+	// had not applied the position (Stats.FenceWaits on the api side).
+	fenceWaits func() uint64
+	bareFence  atomic.Uint64
+	parts      []*jetstream.Partition
 }
 
 // workerStream is worker w's event stream.
@@ -70,7 +84,7 @@ func workerPartition(stream string, partitions int) int {
 
 // partitionConfigs are the run's partitions of a side: stream and subject prefix.
 func partitionConfigs(side string, run, partitions int) []jetstream.Config {
-	name := map[bool]string{true: "API", false: "BARE"}[side == sideAPI]
+	name := map[bool]string{true: "API", false: "BARE"}[side == sideAPI || side == sideAPIQ64]
 	var out []jetstream.Config
 	for p := range partitions {
 		out = append(out, jetstream.Config{
@@ -94,18 +108,29 @@ func openJSSide(c *jstest.Cluster, side string, run, workers, partitions int, sc
 		}
 		return n
 	}
+	s.fenceWaits = func() uint64 {
+		n := s.bareFence.Load()
+		for _, p := range s.parts {
+			n += p.Stats().FenceWaits
+		}
+		return n
+	}
 	parts := partitionConfigs(side, run, partitions)
 	for _, p := range parts {
 		s.streams = append(s.streams, p.Stream)
 	}
 	for w := range workers {
-		nc, err := c.Connect(w % len(c.Servers))
+		var opts []nats.Option
+		if side == sideAPIQ64 {
+			opts = append(opts, nats.SyncQueueLen(subChanLenQ64))
+		}
+		nc, err := c.Connect(w%len(c.Servers), opts...)
 		if err != nil {
 			return nil, errors.Join(err, s.close())
 		}
 		s.conns = append(s.conns, nc)
 		var app jsAppend
-		if side == sideAPI {
+		if side == sideAPI || side == sideAPIQ64 {
 			app, err = s.openAPI(nc, parts, w, scaling)
 		} else {
 			app, err = s.openBare(nc, parts, w, side == sideBareReads, w == 0)
@@ -186,7 +211,7 @@ func (s *jsSide) openBare(nc *nats.Conn, parts []jetstream.Config, w int, reads,
 		}
 	}
 	p := parts[workerPartition(workerStream(w), len(parts))]
-	a, err := newBareAppender(nc, p.Stream, p.Subject, workerStream(w), jsbareEventBytes, reads, &s.bare)
+	a, err := newBareAppender(nc, p.Stream, p.Subject, workerStream(w), jsbareEventBytes, reads, &s.bare, &s.bareFence)
 	if err != nil {
 		return nil, err
 	}

@@ -44,7 +44,7 @@ import (
 // before sending: the stream leader's latest commit marker (STREAM.MSG.GET
 // last_by_subj P.c, Begin's position) and one Direct Get multi_last of the catalog
 // record, the head and P.c up to that position (the head read, fenced by the
-// marker), on one inbox subscription the worker keeps.
+// marker), on one inbox subscription the worker keeps; or the Direct Get alone.
 
 // Header names of the engine's messages (the jetstream package's, not exported).
 const (
@@ -95,15 +95,16 @@ type bareAppender struct {
 	inFlight   *atomic.Uint64 // counts re-sends after "subject in flight" (10164)
 	fenceWaits *atomic.Uint64 // counts Direct Gets asked again, the replica behind
 
-	reads bool               // make the engine's two reads before each append
-	inbox string             // the Direct Get answers' subject
-	sub   *nats.Subscription // on inbox
+	readTrips int                // reads before each append: 0, 1 (a Direct Get) or 2 (the engine's)
+	lastPos   uint64             // the worker's last commit's position
+	inbox     string             // the Direct Get answers' subject
+	sub       *nats.Subscription // on inbox
 }
 
 // newBareAppender returns an appender of payload-byte events to stream name of the
-// partition (JetStream stream, subject prefix without its dot) on nc; with reads, it
-// reads before every append as the engine does.
-func newBareAppender(nc *nats.Conn, jsStream, prefix, name string, payload int, reads bool, inFlight, fenceWaits *atomic.Uint64) (*bareAppender, error) {
+// partition (JetStream stream, subject prefix without its dot) on nc, reading before
+// every append in readTrips round trips (see read).
+func newBareAppender(nc *nats.Conn, jsStream, prefix, name string, payload int, readTrips int, inFlight, fenceWaits *atomic.Uint64) (*bareAppender, error) {
 	p := prefix + "."
 	fam := subjectToken([]byte(esFamily))
 	const typ = "Happened"
@@ -113,8 +114,8 @@ func newBareAppender(nc *nats.Conn, jsStream, prefix, name string, payload int, 
 	data = append(data, make([]byte, payload)...)
 	a := &bareAppender{nc: nc, stream: jsStream, prefix: p, name: name, family: fam, data: data,
 		event: p + "e." + subjectToken([]byte(name)), head: p + "k." + fam + "." + subjectToken(append([]byte{'h'}, name...)),
-		marker: p + "m", commit: p + "c", reads: reads, inFlight: inFlight, fenceWaits: fenceWaits}
-	if reads {
+		marker: p + "m", commit: p + "c", readTrips: readTrips, inFlight: inFlight, fenceWaits: fenceWaits}
+	if readTrips > 0 {
 		a.inbox = nc.NewInbox()
 		sub, err := nc.SubscribeSync(a.inbox)
 		if err != nil {
@@ -193,8 +194,20 @@ type batchAck struct {
 // ack, within timeout.
 func (a *bareAppender) append(ctx context.Context, timeout time.Duration) error {
 	headSeq := a.headSeq
-	if a.reads {
-		seq, err := a.read(ctx, timeout)
+	if a.readTrips > 0 {
+		var seq uint64
+		err := nats.ErrNoResponders
+		first := time.Now()
+		for attempt := 0; errors.Is(err, nats.ErrNoResponders) && time.Since(first) < timeout; attempt++ {
+			// No responder yet (a stream just created): asked again, as the
+			// engine's reads do.
+			if attempt > 0 {
+				if berr := backoffJS(ctx, attempt-1); berr != nil {
+					return fmt.Errorf("%w (%w)", berr, err)
+				}
+			}
+			seq, err = a.read(ctx, timeout)
+		}
 		if err != nil {
 			return err
 		}
@@ -202,9 +215,24 @@ func (a *bareAppender) append(ctx context.Context, timeout time.Duration) error 
 	}
 	id := nuid.Next()
 	msgs := a.batch(id, a.rev, headSeq)
+	var leaderless time.Time
 	for attempt := 0; ; attempt++ {
 		ack, err := a.send(ctx, msgs, timeout)
 		switch {
+		case errors.Is(err, nats.ErrNoResponders) && (leaderless.IsZero() || time.Since(leaderless) < timeout):
+			// Nothing received the commit message (the stream's leader, or the
+			// interest in its subjects, has not reached this node yet): a new batch
+			// is safe, after a backoff, for as long as a publish may take, as the
+			// engine does.
+			if leaderless.IsZero() {
+				leaderless = time.Now()
+			}
+			if err := backoffJS(ctx, attempt); err != nil {
+				return fmt.Errorf("bare append: %w", err)
+			}
+			id = nuid.Next()
+			msgs = a.batch(id, a.rev, headSeq)
+			continue
 		case err != nil:
 			return err
 		case ack.Error != nil && ack.Error.ErrCode == jsSubjectInFlight:
@@ -223,6 +251,7 @@ func (a *bareAppender) append(ctx context.Context, timeout time.Duration) error 
 			return fmt.Errorf("bare append: ack for batch %q of %d messages, sent %q of %d", ack.Batch, ack.Count, id, len(msgs))
 		}
 		a.headSeq = ack.Seq - uint64(len(msgs)) + 2 // the head is the batch's second message
+		a.lastPos = ack.Seq
 		a.rev++
 		return nil
 	}
@@ -262,43 +291,52 @@ func (a *bareAppender) send(ctx context.Context, msgs []*nats.Msg, timeout time.
 	return ack, nil
 }
 
-// read makes the engine's two reads before an append and returns the head's sequence
-// at the position read.
+// read makes the reads before an append and returns the head's sequence there. With
+// two trips they are the engine's: the stream leader's latest commit marker (Begin's
+// position), then the Direct Get at that position, asked again while the replica
+// answering has not applied it. With one, only the Direct Get, at the replica's
+// latest position, its own commit marker in the answer, which must be at least the
+// worker's last commit (asked again until it is): what a transaction that took its
+// position from its first read would cost.
 func (a *bareAppender) read(ctx context.Context, timeout time.Duration) (uint64, error) {
 	rctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	resp, err := a.nc.RequestWithContext(rctx, "$JS.API.STREAM.MSG.GET."+a.stream, []byte(`{"last_by_subj":"`+a.commit+`"}`))
-	if err != nil {
-		return 0, fmt.Errorf("bare read: position: %w", err)
-	}
-	var got struct {
-		Message *struct {
-			Seq uint64 `json:"seq"`
-		} `json:"message"`
-	}
-	if err := json.Unmarshal(resp.Data, &got); err != nil {
-		return 0, fmt.Errorf("bare read: position %q: %w", resp.Data, err)
-	}
-	if got.Message == nil {
-		return 0, nil // no commit yet: nothing to read
+	var at uint64
+	if a.readTrips == 2 {
+		resp, err := a.nc.RequestWithContext(rctx, "$JS.API.STREAM.MSG.GET."+a.stream, []byte(`{"last_by_subj":"`+a.commit+`"}`))
+		if err != nil {
+			return 0, fmt.Errorf("bare read: position: %w", err)
+		}
+		var got struct {
+			Message *struct {
+				Seq uint64 `json:"seq"`
+			} `json:"message"`
+		}
+		if err := json.Unmarshal(resp.Data, &got); err != nil {
+			return 0, fmt.Errorf("bare read: position %q: %w", resp.Data, err)
+		}
+		if got.Message == nil {
+			return 0, nil // no commit yet: nothing to read
+		}
+		at = got.Message.Seq
 	}
 	body, err := json.Marshal(struct {
 		MultiLast []string `json:"multi_last"`
-		UpTo      uint64   `json:"up_to_seq"`
-	}{[]string{a.catalog(), a.head, a.commit}, got.Message.Seq})
+		UpTo      uint64   `json:"up_to_seq,omitempty"`
+	}{[]string{a.catalog(), a.head, a.commit}, at})
 	if err != nil {
 		return 0, fmt.Errorf("bare read: %w", err)
 	}
 	for attempt := 0; ; attempt++ {
 		head, fence, err := a.directGet(rctx, body)
-		if err != nil || fence == got.Message.Seq {
+		if err != nil || (at > 0 && fence == at) || (at == 0 && fence >= a.lastPos) {
 			return head, err
 		}
 		// The replica that answered has not applied the position yet: asked again
 		// after the engine's backoff, as the engine's fence does.
 		a.fenceWaits.Add(1)
 		if err := backoffJS(rctx, attempt); err != nil {
-			return 0, fmt.Errorf("bare read: position %d not applied by the replica answering: %w", got.Message.Seq, err)
+			return 0, fmt.Errorf("bare read: position %d not applied by the replica answering: %w", max(at, a.lastPos), err)
 		}
 	}
 }
@@ -325,6 +363,8 @@ func (a *bareAppender) directGet(ctx context.Context, body []byte) (head, fence 
 			}
 		case "204", "404": // the end of the answer; nothing at or below the position
 			return head, fence, nil
+		case "503":
+			return 0, 0, fmt.Errorf("bare read: direct get: %w", nats.ErrNoResponders)
 		default:
 			return 0, 0, errors.New("bare read: direct get: status " + m.Header.Get("Status") + " " + m.Header.Get("Description"))
 		}

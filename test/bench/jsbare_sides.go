@@ -30,10 +30,11 @@ const (
 	sideAPIQ64    = "api-q64"    // api on connections whose SubscribeSync channels hold 64 messages
 	sideBare      = "bare"       // the same batches with nats.go, no reads
 	sideBareReads = "bare+reads" // the same batches with the engine's two reads before each
+	sideBareRead1 = "bare+1read" // the same batches with the head's Direct Get alone before each
 )
 
 // jsbareSides are every side; the partitions cells run api and bare only.
-var jsbareSides = []string{sideAPI, sideAPIQ64, sideBare, sideBareReads}
+var jsbareSides = []string{sideAPI, sideAPIQ64, sideBare, sideBareReads, sideBareRead1}
 
 // subChanLenQ64 is api-q64's nats.SyncQueueLen: every Direct Get of the engine makes
 // a SubscribeSync whose channel nats.go sizes at the connection's SubChanLen (64 Ki
@@ -133,7 +134,8 @@ func openJSSide(c *jstest.Cluster, side string, run, workers, partitions int, sc
 		if side == sideAPI || side == sideAPIQ64 {
 			app, err = s.openAPI(nc, parts, w, scaling)
 		} else {
-			app, err = s.openBare(nc, parts, w, side == sideBareReads, w == 0)
+			trips := map[string]int{sideBareReads: 2, sideBareRead1: 1}[side]
+			app, err = s.openBare(nc, parts, w, trips, w == 0)
 		}
 		if err != nil {
 			return nil, errors.Join(fmt.Errorf("%s, worker %d: %w", side, w, err), s.close())
@@ -196,7 +198,7 @@ func (s *jsSide) openAPI(nc *nats.Conn, parts []jetstream.Config, w int, scaling
 // worker creates the streams, with the engine's own Open (the engine's stream
 // configuration, and it returns once the stream serves), and closes the partitions
 // again: the bare side publishes without the engine.
-func (s *jsSide) openBare(nc *nats.Conn, parts []jetstream.Config, w int, reads, create bool) (jsAppend, error) {
+func (s *jsSide) openBare(nc *nats.Conn, parts []jetstream.Config, w, readTrips int, create bool) (jsAppend, error) {
 	if create {
 		for _, p := range parts {
 			ctx, cancel := context.WithTimeout(context.Background(), openTimeout)
@@ -211,7 +213,7 @@ func (s *jsSide) openBare(nc *nats.Conn, parts []jetstream.Config, w int, reads,
 		}
 	}
 	p := parts[workerPartition(workerStream(w), len(parts))]
-	a, err := newBareAppender(nc, p.Stream, p.Subject, workerStream(w), jsbareEventBytes, reads, &s.bare, &s.bareFence)
+	a, err := newBareAppender(nc, p.Stream, p.Subject, workerStream(w), jsbareEventBytes, readTrips, &s.bare, &s.bareFence)
 	if err != nil {
 		return nil, err
 	}

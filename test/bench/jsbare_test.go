@@ -151,7 +151,7 @@ func testJSBareCells(t *testing.T, c *jstest.Cluster) {
 	}
 	var b strings.Builder
 	writeJSBareTables(&b, cfg, rs)
-	for _, row := range []string{"| W=2 | api |", "| W=2 | api-q64 |", "| W=2 | bare+reads |", "| partitions=2, W=2 | bare |"} {
+	for _, row := range []string{"| W=2 | api |", "| W=2 | api-q64 |", "| W=2 | bare+reads |", "| W=2 | bare+1read |", "| partitions=2, W=2 | bare |"} {
 		if !strings.Contains(b.String(), row) {
 			t.Errorf("no row %q in the tables:\n%s", row, b.String())
 		}

@@ -97,6 +97,7 @@ type bareAppender struct {
 
 	readTrips int                // reads before each append: 0, 1 (a Direct Get) or 2 (the engine's)
 	lastPos   uint64             // the worker's last commit's position
+	noCatalog bool               // leave out the catalog read marker (bare-nocat)
 	inbox     string             // the Direct Get answers' subject
 	sub       *nats.Subscription // on inbox
 }
@@ -166,6 +167,10 @@ func (a *bareAppender) batch(id string, rev, headSeq uint64) []*nats.Msg {
 	com.Header.Set(hdrMsgID, "c:"+id)
 	com.Header.Set(hdrRlTxn, id)
 	msgs := []*nats.Msg{ev, head, idx, mark, com}
+	if a.noCatalog {
+		idx.Header.Set(hdrRlAt, "1")
+		msgs = []*nats.Msg{ev, head, idx, com}
+	}
 	for i, m := range msgs {
 		m.Header.Set(hdrBatchID, id)
 		m.Header.Set(hdrBatchSeq, strconv.Itoa(i+1))

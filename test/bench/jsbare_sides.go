@@ -31,6 +31,10 @@ const (
 	sideBare      = "bare"       // the same batches with nats.go, no reads
 	sideBareReads = "bare+reads" // the same batches with the engine's two reads before each
 	sideBareRead1 = "bare+1read" // the same batches with the head's Direct Get alone before each
+	// sideBareNoCat is bare without the family catalog's read marker (four messages),
+	// on request only (--jsbare-sides): what the engine's event-store commits would
+	// cost if it did not check the catalog of a family that cannot be dropped.
+	sideBareNoCat = "bare-nocat"
 )
 
 // jsbareSides are every side; the partitions cells run api and bare only.
@@ -135,7 +139,7 @@ func openJSSide(c *jstest.Cluster, side string, run, workers, partitions int, sc
 			app, err = s.openAPI(nc, parts, w, scaling)
 		} else {
 			trips := map[string]int{sideBareReads: 2, sideBareRead1: 1}[side]
-			app, err = s.openBare(nc, parts, w, trips, w == 0)
+			app, err = s.openBare(nc, parts, w, trips, side == sideBareNoCat, w == 0)
 		}
 		if err != nil {
 			return nil, errors.Join(fmt.Errorf("%s, worker %d: %w", side, w, err), s.close())
@@ -198,7 +202,7 @@ func (s *jsSide) openAPI(nc *nats.Conn, parts []jetstream.Config, w int, scaling
 // worker creates the streams, with the engine's own Open (the engine's stream
 // configuration, and it returns once the stream serves), and closes the partitions
 // again: the bare side publishes without the engine.
-func (s *jsSide) openBare(nc *nats.Conn, parts []jetstream.Config, w, readTrips int, create bool) (jsAppend, error) {
+func (s *jsSide) openBare(nc *nats.Conn, parts []jetstream.Config, w, readTrips int, noCatalog, create bool) (jsAppend, error) {
 	if create {
 		for _, p := range parts {
 			ctx, cancel := context.WithTimeout(context.Background(), openTimeout)
@@ -217,6 +221,7 @@ func (s *jsSide) openBare(nc *nats.Conn, parts []jetstream.Config, w, readTrips 
 	if err != nil {
 		return nil, err
 	}
+	a.noCatalog = noCatalog
 	s.closers = append(s.closers, a.close)
 	return func(ctx context.Context) error { return a.append(ctx, jetstream.DefaultPublishTimeout) }, nil
 }

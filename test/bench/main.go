@@ -67,6 +67,10 @@ type config struct {
 	scaleWorkers                  int
 	scaleLoadWorkers              int
 	scaleLoadBatch                int
+	jsbareSides                   []string // jsbare: sides measured (api, bare, bare+reads)
+	jsbareWorkers                 []int    // jsbare: worker counts of the commit cells
+	jsbarePartitions              []int    // jsbare: partition counts of the scaling cells (none: skipped)
+	jsbareScaleWorkers            int      // jsbare: workers of the scaling cells
 	dir                           string
 	json, plan                    bool
 	cpuProfile                    string
@@ -148,6 +152,10 @@ func parseFlags() (*config, string) {
 	fs.IntVar(&c.scaleWorkers, "scale-workers", 4, "scale: workers appending, then reading, at each size")
 	fs.IntVar(&c.scaleLoadWorkers, "scale-load-workers", 8, "scale: workers appending during each growth")
 	fs.IntVar(&c.scaleLoadBatch, "scale-load-batch", 10, "scale: events per commit during each growth (1..100; a stream's 100 events take 100/batch commits)")
+	jsSides := fs.String("jsbare-sides", strings.Join(jsbareSides, ","), "jsbare: sides measured, any of "+strings.Join(jsbareSides, ",")+","+sideBareNoCat+" (the partitions cells run api and bare)")
+	jsWorkers := fs.String("jsbare-workers", "1,8", "jsbare: worker counts of the cells comparing each side with the bare publish")
+	jsParts := fs.String("jsbare-partitions", "1,2,4", "jsbare: partition counts of the scaling cells (empty: none)")
+	fs.IntVar(&c.jsbareScaleWorkers, "jsbare-partition-workers", 8, "jsbare: workers of the scaling cells")
 	fs.StringVar(&c.dir, "dir", os.TempDir(), "where temporary databases go (removed afterwards)")
 	fs.BoolVar(&c.json, "json", true, "print one JSON line per run to stdout")
 	fs.BoolVar(&c.plan, "plan", false, "print the plan and its estimated duration, then exit")
@@ -222,6 +230,20 @@ func parseFlags() (*config, string) {
 	c.engines = strList(*engines)
 	c.memtableEngines = strList(*mengines)
 	c.largeEngines = strList(*lengines)
+	c.jsbareSides = strList(*jsSides)
+	for _, s := range c.jsbareSides {
+		if !slices.Contains(jsbareSides, s) && s != sideBareNoCat {
+			errs = append(errs, fmt.Sprintf("--jsbare-sides: %q is not one of %s,%s", s, strings.Join(jsbareSides, ","), sideBareNoCat))
+		}
+	}
+	must(&c.jsbareWorkers, *jsWorkers, "jsbare-workers")
+	must(&c.jsbarePartitions, *jsParts, "jsbare-partitions")
+	for _, n := range slices.Concat(c.jsbareWorkers, c.jsbarePartitions, []int{c.jsbareScaleWorkers}) {
+		if n < 1 {
+			errs = append(errs, "--jsbare-workers, --jsbare-partitions and --jsbare-partition-workers must be positive")
+			break
+		}
+	}
 	for _, e := range c.largeEngines {
 		if !slices.Contains(allKinds, e) || e == kindBadger {
 			errs = append(errs, fmt.Sprintf("--large-engines: %q is not one of %s, %s, %s, %s", e, kindParallel, kindSerial, kindNative, kindRaw))
@@ -243,8 +265,8 @@ func parseFlags() (*config, string) {
 	}
 	c.scenarios = map[string]bool{}
 	for _, s := range strList(*scen) {
-		if !slices.Contains([]string{"a", "b", "c", "d", "e", "f", "memory", "tracing", "events", "appends", "large", "cluster", "s", "scale"}, s) {
-			errs = append(errs, fmt.Sprintf("unknown scenario %q (want a,b,c,d,e,f,s,memory,tracing,events,appends,large,cluster,scale)", s))
+		if !slices.Contains([]string{"a", "b", "c", "d", "e", "f", "memory", "tracing", "events", "appends", "large", "cluster", "jsbare", "s", "scale"}, s) {
+			errs = append(errs, fmt.Sprintf("unknown scenario %q (want a,b,c,d,e,f,s,memory,tracing,events,appends,large,cluster,jsbare,scale)", s))
 		}
 		c.scenarios[s] = true
 	}
@@ -443,6 +465,13 @@ func main() {
 			est += u
 		}
 	}
+	if cfg.scenarios["jsbare"] { // about 5 s to start the cluster, 2 s per run to open and delete its streams
+		n := 0
+		for _, g := range jsbareGroups(cfg.jsbareWorkers, cfg.jsbarePartitions, cfg.jsbareSides, cfg.jsbareScaleWorkers) {
+			n += len(g)
+		}
+		est += 5*time.Second + time.Duration(n*cfg.rounds)*(cfg.duration+2*time.Second)
+	}
 	if cfg.scenarios["large"] {
 		est += 2 * largeLoadUnit
 		est += time.Duration(cfg.rounds*2*len(cfg.largeEngines)) * largeRunUnit
@@ -571,6 +600,19 @@ func main() {
 			}
 		}
 	}
+	var jsbareRuns []jsbareResult
+	if cfg.scenarios["jsbare"] {
+		var err error
+		if jsbareRuns, err = runJSBare(cfg, progress, emit); err != nil {
+			progress("jsbare: " + err.Error())
+			failed = true
+		}
+		for _, r := range jsbareRuns {
+			if r.Error != "" {
+				failed = true
+			}
+		}
+	}
 	var largeLoads []*largeLoad
 	var largeRounds [][]largeResult
 	if cfg.scenarios["large"] {
@@ -639,6 +681,10 @@ func main() {
 	if len(clusterRuns) > 0 {
 		fmt.Fprintf(w, "\n### Scale-out engine: the local engine against JetStream with 1 and 3 replicas\n\n")
 		writeClusterTable(w, clusterRuns)
+	}
+	if len(jsbareRuns) > 0 {
+		fmt.Fprintf(w, "\n### JetStream engine against the bare atomic batch publish, and partitions\n\n")
+		writeJSBareTables(w, cfg, jsbareRuns)
 	}
 	if len(largeLoads) > 0 {
 		fmt.Fprintf(w, "\n### Data larger than the block cache: bloom filters on and off\n\n")

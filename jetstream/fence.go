@@ -78,7 +78,7 @@ func (p *Partition) scanMarkers(ctx context.Context, id string, lo, abort uint64
 			NextFor   string `json:"next_by_subj"`
 			NoHeaders bool   `json:"no_hdr,omitempty"`
 		}{Seq: from, Batch: int(abort - from + 1), NextFor: p.subj.commit()})
-		msgs, pending, err := p.directBatch(ctx, "Commit", body)
+		msgs, pending, err := p.directBatch(ctx, "Commit", body, int(abort-from+1))
 		if err != nil {
 			return 0, false, oldest, err
 		}

@@ -215,7 +215,7 @@ func (p *Partition) batchBySeq(ctx context.Context, op string, from uint64, n in
 		Seq   uint64 `json:"seq"`
 		Batch int    `json:"batch"`
 	}{from, n})
-	return p.directBatch(ctx, op, body)
+	return p.directBatch(ctx, op, body, n)
 }
 
 // directTime is the stored time of a Direct Get answer.

@@ -186,7 +186,7 @@ func (p *Partition) multiGet(ctx context.Context, op string, req multiGetRequest
 	if err != nil {
 		return nil, fmt.Errorf("rockline/jetstream: %s: %w", op, err)
 	}
-	out, pending, err := p.directBatch(ctx, op, body)
+	out, pending, err := p.directBatch(ctx, op, body, MaxMultiGet)
 	if err == nil && pending > 0 {
 		return nil, &LimitError{Op: op, Field: "answer", Limit: "multi-get bytes (the server's max_pending)", Got: len(out) + int(pending), Max: len(out)}
 	}

@@ -448,7 +448,7 @@ func (p *Partition) multiGetFrom(ctx context.Context, op string, req multiGetSeq
 	if err != nil {
 		return nil, 0, fmt.Errorf("rockline/jetstream: %s: %w", op, err)
 	}
-	return p.directBatch(ctx, op, body)
+	return p.directBatch(ctx, op, body, MaxMultiGet)
 }
 
 // directBatch sends a Direct Get request answered in several messages (multi_last, or
@@ -461,9 +461,9 @@ func (p *Partition) multiGetFrom(ctx context.Context, op string, req multiGetSeq
 // directAttemptTimeout (or that meets no responders, a stream electing its leader)
 // is sent again, to whichever replica takes it, until ctx ends. Once a replica has
 // answered, the rest of its answer is awaited up to ctx's end.
-func (p *Partition) directBatch(ctx context.Context, op string, body []byte) ([]*nats.Msg, uint64, error) {
+func (p *Partition) directBatch(ctx context.Context, op string, body []byte, most int) ([]*nats.Msg, uint64, error) {
 	for attempt := 0; ; attempt++ {
-		out, pending, answered, err := p.directBatchOnce(ctx, op, body)
+		out, pending, answered, err := p.directBatchOnce(ctx, op, body, most)
 		if err == nil || answered || ctx.Err() != nil {
 			return out, pending, err
 		}
@@ -479,13 +479,15 @@ const directAttemptTimeout = 250 * time.Millisecond
 
 // directBatchOnce is one attempt of directBatch; answered reports whether a replica
 // answered at all (an error then is its answer, or ctx's end while it streamed).
-func (p *Partition) directBatchOnce(ctx context.Context, op string, body []byte) (out []*nats.Msg, pending uint64, answered bool, err error) {
+// most is the largest number of messages the request can be answered with, besides
+// the end of batch (the server's cap for multi_last, the batch size otherwise).
+func (p *Partition) directBatchOnce(ctx context.Context, op string, body []byte, most int) (out []*nats.Msg, pending uint64, answered bool, err error) {
 	inbox := p.nc.NewInbox()
-	sub, err := p.nc.SubscribeSync(inbox)
+	sub, err := p.subscribeAnswers(inbox, most)
 	if err != nil {
 		return nil, 0, true, fmt.Errorf("rockline/jetstream: %s: %w", op, err)
 	}
-	defer func() { _ = sub.Unsubscribe() }()
+	defer sub.close()
 	if err := p.nc.PublishRequest("$JS.API.DIRECT.GET."+p.cfg.Stream, inbox, body); err != nil {
 		return nil, 0, true, fmt.Errorf("rockline/jetstream: %s: %w", op, err)
 	}
@@ -496,7 +498,7 @@ func (p *Partition) directBatchOnce(ctx context.Context, op string, body []byte)
 		if !answered {
 			wait = first
 		}
-		m, err := sub.NextMsgWithContext(wait)
+		m, err := sub.next(wait)
 		if err != nil {
 			return nil, 0, answered, fmt.Errorf("rockline/jetstream: %s: direct get: %w", op, err)
 		}

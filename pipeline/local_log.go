@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -83,17 +84,36 @@ func (db *localDB) gapError(missing, published uint64) error {
 	return &CorruptEntryError{Position: missing, Reason: fmt.Sprintf("missing below the published position %d", published)}
 }
 
-// Entry is Engine.Entry: ReadLog of one position, ErrNotFound when it is not
-// published yet.
+// Entry is Engine.Entry: the entry at pos, read with a point lookup (which the log
+// family's bloom filter serves, where an iterator's seek reads an index block of
+// every level: a stream read looks up one entry per event), ErrNotFound when it is not
+// published yet; otherwise as ReadLog of one position.
 func (db *localDB) Entry(ctx context.Context, pos uint64) (LogEntry, error) {
-	es, err := db.ReadLog(ctx, pos, 1)
-	if err != nil {
+	if pos == 0 {
+		es, err := db.ReadLog(ctx, pos, 1)
+		if err != nil || len(es) == 0 {
+			return LogEntry{}, err
+		}
+		return es[0], nil
+	}
+	if db.closing.Load() {
+		return LogEntry{}, ErrClosed
+	}
+	if err := db.checkTruncated(pos); err != nil {
 		return LogEntry{}, err
 	}
-	if len(es) == 0 {
+	last := db.seq.Published()
+	if pos > last {
 		return LogEntry{}, fmt.Errorf("rockline: log position %d: %w", pos, ErrNotFound)
 	}
-	return es[0], nil
+	v, err := db.store.Get(db.log, logentry.Key(pos), nil)
+	if errors.Is(err, storage.ErrNotFound) {
+		return LogEntry{}, db.gapError(pos, last)
+	}
+	if err != nil {
+		return LogEntry{}, closedErr(err)
+	}
+	return decodeEntry(pos, v)
 }
 
 // decodeEntry turns a stored entry into the public form; slices are copies.

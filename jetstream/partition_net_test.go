@@ -90,8 +90,11 @@ func TestLeaderNetworkPartition(t *testing.T) {
 	if after == 0 {
 		t.Errorf("the majority side acknowledged nothing in the 2 s from 2 s after its new leader was elected (before the cut: %d in 2 s)", before)
 	}
-	// Let the minority writer see its commits fail: at least 2 that started after
-	// the cut.
+	// Let the minority writer see a commit that started after the cut fail. Only one
+	// is certain: once the old leader steps down, the writer's reads (its position
+	// and version) fail before it can start another commit, and how many it starts
+	// before that depends on when the step-down comes (a run here saw one in 30 s
+	// while the 2-commit wait it had before passed on other runs).
 	minorityFailed := func() int {
 		l.mu.Lock()
 		defer l.mu.Unlock()
@@ -103,7 +106,7 @@ func TestLeaderNetworkPartition(t *testing.T) {
 		}
 		return n
 	}
-	for deadline := time.Now().Add(30 * time.Second); minorityFailed() < 2; {
+	for deadline := time.Now().Add(30 * time.Second); minorityFailed() < 1; {
 		if time.Now().After(deadline) {
 			t.Fatalf("the minority writer saw %d failed commits in 30 s", minorityFailed())
 		}

@@ -147,6 +147,8 @@
 // sequence and return the Entry a subscription delivers (log.go). Families have
 // generations, recorded in a catalog inside the stream; a Txn checks the catalog, so
 // a drop fails every commit that read or wrote the family before it (families.go).
+// A layer's family ("rockline." prefix) can be neither created nor dropped, and is
+// not checked.
 //
 // # Retention
 //

@@ -36,7 +36,9 @@ import (
 //     Filler entry.
 //   - Families are the catalog's (families.go); a family the catalog does not record
 //     as created is not listed, but writing one never created is allowed, as for
-//     the layer families.
+//     the layer families. A layer family ("rockline." prefix) is never recorded:
+//     the partition refuses to create or drop one, so commits do not check its
+//     catalog record.
 //   - TruncateLog(before) is Truncate(before-1): positions below before are gone.
 //   - Txn.DeleteRange and the local engine's maintenance fail with a
 //     *pipeline.NotSupportedError.
@@ -161,7 +163,8 @@ func (e *Engine) Family(ctx context.Context, name string) (pipeline.EngineFamily
 }
 
 // LayerFamily returns the layer family name: a partition's families exist once
-// written.
+// written. Such a family (reserved, "rockline." prefix) can never be dropped, so a
+// Txn commits it without a FamilyCheck (families.go).
 func (e *Engine) LayerFamily(_ context.Context, name string) (pipeline.EngineFamily, error) {
 	return family(name), nil
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strconv"
+	"strings"
 
 	"github.com/nats-io/nats.go"
 	natsjs "github.com/nats-io/nats.go/jetstream"
@@ -40,6 +41,21 @@ import (
 // of one family check copies chosen at random, so they collide only when two pick the
 // same copy at once, and such a collision is re-read and re-sent, not a conflict.
 //
+// Reserved families. A family whose name starts with reservedPrefix is rockline's own:
+// a layer's family (pipeline.DB.LayerFamily, the event store's "rockline.streams").
+// The public API never creates or drops one (pipeline refuses such names in
+// CreateColumnFamily and DropColumnFamily), and neither does this engine:
+// CreateFamily and DropFamily (through changeFamily, the only writer of catalog
+// records) refuse them with an *ArgumentError. So a reserved family's catalog record
+// never changes, a FamilyCheck on it could never fail, and Txn adds none. That spares
+// every event store append a read marker on a catalog copy, and the "subject in
+// flight" refusals, re-reads and re-sends that marker caused between concurrent
+// appends. A Txn still reads the record (with the family's first key, in the same
+// request), so a catalog that records a reserved family dropped (written by an
+// earlier version of the engine, which allowed it) still fails reads and writes of it.
+// Such a version must not share a partition with this one: a drop it made would not
+// fail this version's commits of the family.
+//
 // What is left to the caller: purging a dropped generation (PurgeGeneration) once no
 // reader needs it at an older position (the engine seam does not purge: a DB on
 // JetStream keeps dropped generations' keys until the application purges them), and
@@ -47,6 +63,15 @@ import (
 
 // FamilyShards is how many copies of each family's catalog record the stream holds.
 const FamilyShards = 16
+
+// reservedPrefix starts the names of the families rockline keeps for itself, as in
+// package pipeline: pipeline.DB.LayerFamily(name) is the family reservedPrefix+name.
+// CreateFamily and DropFamily refuse such names, and Txn does not check their
+// catalog record at Commit (see the comment above).
+const reservedPrefix = "rockline."
+
+// reserved reports whether family is a reserved family (reservedPrefix).
+func reserved(family string) bool { return strings.HasPrefix(family, reservedPrefix) }
 
 // FamilyCheck makes a commit conditional on a family's catalog record: Version is the
 // version (sequence), as read, of the record's copy Shard (0 when the family has no
@@ -174,7 +199,8 @@ func (p *Partition) latestFamily(ctx context.Context, op, family string) (Family
 // position: generation 1 for a family never recorded, the dropped generation plus one
 // after a drop (a new, empty family: its subjects are new). It fails with
 // pipeline.ErrColumnFamilyExists when the catalog records the family as live, and
-// with an *ArgumentError for a family name whose subjects do not fit.
+// with an *ArgumentError for a family name whose subjects do not fit or that is
+// reserved (reservedPrefix: a layer's family, live from its first write).
 func (p *Partition) CreateFamily(ctx context.Context, family string) (gen, pos uint64, err error) {
 	return p.changeFamily(ctx, "CreateFamily", family, func(st FamilyState) (familyRecord, error) {
 		switch {
@@ -193,7 +219,9 @@ func (p *Partition) CreateFamily(ctx context.Context, family string) (gen, pos u
 // position with a FamilyCheck fails (see families.go); CreateFamily may follow at
 // once. The keys of the dropped generation stay readable at earlier positions until
 // PurgeGeneration removes them. A family already dropped fails with a
-// *pipeline.DroppedError. A family never recorded (generation 1) can be dropped.
+// *pipeline.DroppedError. A family never recorded (generation 1) can be dropped. A
+// reserved family (reservedPrefix) is refused with an *ArgumentError: it is never
+// dropped, which is what lets Txn commit it without a FamilyCheck.
 func (p *Partition) DropFamily(ctx context.Context, family string) (gen, pos uint64, err error) {
 	return p.changeFamily(ctx, "DropFamily", family, func(st FamilyState) (familyRecord, error) {
 		if st.Recorded && st.Dropped {
@@ -205,10 +233,15 @@ func (p *Partition) DropFamily(ctx context.Context, family string) (gen, pos uin
 
 // changeFamily writes the record next makes of the family's latest state to every
 // copy, each expecting the version read, as one commit; a racing change conflicts and
-// is decided again on a new read (up to InFlightRetries times).
+// is decided again on a new read (up to InFlightRetries times). It refuses a
+// reserved family: this is the only writer of catalog records, so no record of one
+// is ever written.
 func (p *Partition) changeFamily(ctx context.Context, op, family string, next func(FamilyState) (familyRecord, error)) (uint64, uint64, error) {
 	if p.closed.Load() {
 		return 0, 0, ErrClosed
+	}
+	if reserved(family) {
+		return 0, 0, &ArgumentError{Op: op, Arg: "family", Reason: fmt.Sprintf("%q is reserved by rockline (names starting with %q are layers' families, never created or dropped)", family, reservedPrefix)}
 	}
 	if n := p.subj.keyGenLen(family, 1<<62, []byte{0}); n > MaxSubjectLen {
 		return 0, 0, &LimitError{Op: op, Field: "family", Limit: "encoded subject length", Got: n, Max: MaxSubjectLen}

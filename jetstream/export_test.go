@@ -22,6 +22,21 @@ func (p *Partition) LandedBelowForTest(ctx context.Context, id string, abort uin
 	return p.landedBelow(ctx, batch{id: id, sent: sent, after: after}, abort)
 }
 
+// LeaderCheckAttempt is the wait at which a read at a position the leader reported
+// asks the leader about it.
+const LeaderCheckAttempt = leaderCheckAttempt
+
+// AwaitFenceForTest runs a snapshot read's attempt-th wait (0-based) for a replica
+// that has applied up to fence, for a position at the caller passed (leader false) or
+// one the stream leader reported (leader true, as a Txn's).
+func (p *Partition) AwaitFenceForTest(ctx context.Context, at, fence uint64, attempt int, leader bool) error {
+	origin := callerPos
+	if leader {
+		origin = leaderPos
+	}
+	return p.awaitFence(ctx, "Get", at, fence, attempt, origin)
+}
+
 // PublishWithIDForTest publishes c as the batch id (no resolution; sent again only
 // while no stream leader answers, which stores nothing) and
 // returns its position or the server's error.

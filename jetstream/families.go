@@ -135,6 +135,11 @@ func decodeFamilyRecord(family string, data []byte) (familyRecord, error) {
 // partition, where every family is generation 1 and live), reading one copy of its
 // record chosen at random. Errors as for Get.
 func (p *Partition) Family(ctx context.Context, family string, at uint64) (FamilyState, error) {
+	return p.familyAt(ctx, family, at, callerPos)
+}
+
+// familyAt is Family at a position of the given origin.
+func (p *Partition) familyAt(ctx context.Context, family string, at uint64, origin posOrigin) (FamilyState, error) {
 	if p.closed.Load() {
 		return FamilyState{}, ErrClosed
 	}
@@ -142,7 +147,7 @@ func (p *Partition) Family(ctx context.Context, family string, at uint64) (Famil
 	if at == 0 {
 		return st, nil
 	}
-	msgs, err := p.snapshot(ctx, "Family", []string{p.subj.catalog(family, st.Shard)}, at)
+	msgs, err := p.snapshot(ctx, "Family", []string{p.subj.catalog(family, st.Shard)}, at, origin)
 	if err != nil {
 		return st, err
 	}
@@ -297,7 +302,7 @@ func (p *Partition) Families(ctx context.Context, at uint64) ([]FamilyState, err
 		return nil, err
 	}
 	var out []FamilyState
-	err = p.multiLastPaged(ctx, "Families", subjects, at, func(m *nats.Msg) error {
+	err = p.multiLastPaged(ctx, "Families", subjects, at, callerPos, func(m *nats.Msg) error {
 		_, fam, _, _, ok := p.subj.parseGen(m.Subject)
 		if !ok {
 			return fmt.Errorf("rockline/jetstream: Families: unexpected subject %q", m.Subject)

@@ -41,6 +41,11 @@ func (p *Partition) Get(ctx context.Context, family string, key []byte, at uint6
 
 // GetGen is Get in generation gen of family (0 means 1; see families.go).
 func (p *Partition) GetGen(ctx context.Context, family string, gen uint64, key []byte, at uint64) (Item, bool, error) {
+	return p.getGen(ctx, family, gen, key, at, callerPos)
+}
+
+// getGen is GetGen at a position of the given origin.
+func (p *Partition) getGen(ctx context.Context, family string, gen uint64, key []byte, at uint64, origin posOrigin) (Item, bool, error) {
 	if p.closed.Load() {
 		return Item{}, false, ErrClosed
 	}
@@ -51,7 +56,7 @@ func (p *Partition) GetGen(ctx context.Context, family string, gen uint64, key [
 	if at == 0 {
 		return it, false, nil
 	}
-	msgs, err := p.snapshot(ctx, "Get", []string{p.subj.keyGen(family, gen, key)}, at)
+	msgs, err := p.snapshot(ctx, "Get", []string{p.subj.keyGen(family, gen, key)}, at, origin)
 	if err != nil {
 		return it, false, err
 	}
@@ -99,7 +104,7 @@ func (p *Partition) StreamHead(ctx context.Context, stream string, at uint64) (u
 	if at == 0 {
 		return 0, nil
 	}
-	msgs, err := p.snapshot(ctx, "StreamHead", []string{p.subj.stream(stream)}, at)
+	msgs, err := p.snapshot(ctx, "StreamHead", []string{p.subj.stream(stream)}, at, callerPos)
 	if err != nil || len(msgs) == 0 {
 		return 0, err
 	}
@@ -123,8 +128,9 @@ func (p *Partition) Position(ctx context.Context) (uint64, error) {
 // up to the commit position at, and returns the messages other than the marker. The
 // marker is the fence: its last sequence at or below at must be at itself, else the
 // replica that answered has not applied at yet (direct gets are served by every
-// replica) and the read is retried until the read deadline.
-func (p *Partition) snapshot(ctx context.Context, op string, filters []string, at uint64) ([]*nats.Msg, error) {
+// replica) and the read is retried until the read deadline (awaitFence, which origin
+// steers).
+func (p *Partition) snapshot(ctx context.Context, op string, filters []string, at uint64, origin posOrigin) ([]*nats.Msg, error) {
 	if t := p.truncated.Load(); at < t {
 		return nil, &TruncatedError{Position: at, First: t}
 	}
@@ -149,19 +155,51 @@ func (p *Partition) snapshot(ctx context.Context, op string, filters []string, a
 		if fence == at {
 			return out, nil
 		}
-		if err := p.awaitFence(rctx, op, at, fence, attempt); err != nil {
+		if err := p.awaitFence(rctx, op, at, fence, attempt, origin); err != nil {
 			return nil, err
 		}
 	}
 }
 
+// posOrigin says where a snapshot read's position came from, which decides when a
+// read that finds its replica behind the position asks the stream leader about it
+// (awaitFence). The zero value, callerPos, always asks at once.
+type posOrigin uint8
+
+const (
+	// callerPos: a position a caller passed (Get, Scan, NewIterator, StreamHead,
+	// Family, Families). It may be no commit position, or above the latest one, and
+	// waiting mends neither: the first wait asks the leader (checkPosition), so such a
+	// position fails at once rather than at the read deadline.
+	callerPos posOrigin = iota
+	// leaderPos: a position the stream leader reported as its latest commit marker
+	// (Position; a Txn's position and the re-reads of its revive and familyChanged).
+	// It is a commit position the leader holds, and a leader stores a message only
+	// once it applies the entry a quorum committed, so a replica without it is only
+	// behind: asking the leader at once would cost a round trip and could only say
+	// so. The read waits without asking for leaderCheckAttempt waits, then asks once,
+	// which tells a replica behind from a position that went away since (a Truncate
+	// past it by another client, the stream deleted and created again).
+	leaderPos
+)
+
+// leaderCheckAttempt is the wait (0-based) at which a read at a leaderPos position
+// asks the leader: after about 7.5 ms of backoff (0.5, 1, 2 and 4 ms), when one more
+// round trip no longer matters against the wait.
+const leaderCheckAttempt = 4
+
 // awaitFence is what a snapshot read does when the replica that answered has not
-// applied position at (its last commit marker is fence): on the first attempt it asks
-// the leader whether at is a commit position at all (waiting only helps a replica
-// that is behind), then backs off before the caller retries; past the deadline it
-// fails with ErrPositionUnavailable.
-func (p *Partition) awaitFence(ctx context.Context, op string, at, fence uint64, attempt int) error {
-	if attempt == 0 {
+// applied position at (its last commit marker is fence): once (at once for a
+// callerPos position, at wait leaderCheckAttempt for a leaderPos one; see posOrigin)
+// it asks the leader whether at is a commit position at all (waiting only helps a
+// replica that is behind), then backs off before the caller retries; past the
+// deadline it fails with ErrPositionUnavailable.
+func (p *Partition) awaitFence(ctx context.Context, op string, at, fence uint64, attempt int, origin posOrigin) error {
+	check := 0
+	if origin == leaderPos {
+		check = leaderCheckAttempt
+	}
+	if attempt == check {
 		if err := p.checkPosition(ctx, op, at); err != nil {
 			return err
 		}

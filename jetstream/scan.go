@@ -59,6 +59,7 @@ type Iterator struct {
 	family string
 	gen    uint64
 	at     uint64
+	origin posOrigin // where at came from (callerPos unless a Txn's)
 
 	keys     [][]byte // every listed key within bounds, sorted
 	subjects []string // keys' subjects
@@ -289,7 +290,7 @@ func (it *Iterator) load(i, dir int) error {
 			ask = append(ask, s)
 		}
 	}
-	msgs, err := it.p.snapshotAll(it.ctx, it.op, ask, it.at)
+	msgs, err := it.p.snapshotAll(it.ctx, it.op, ask, it.at, it.origin)
 	if err != nil {
 		return err
 	}
@@ -373,7 +374,7 @@ func (p *Partition) apiRequest(ctx context.Context, op, subject string, body []b
 
 // multiLastPaged reads the last message at or below at of every subject, in windows of
 // at most MaxMultiGet-1 subjects, and hands each found to fn.
-func (p *Partition) multiLastPaged(ctx context.Context, op string, subjects []string, at uint64, fn func(*nats.Msg) error) error {
+func (p *Partition) multiLastPaged(ctx context.Context, op string, subjects []string, at uint64, origin posOrigin, fn func(*nats.Msg) error) error {
 	for start := 0; start < len(subjects); {
 		end, size := start, 64
 		for end < len(subjects) && end-start < maxWindow && size+len(subjects[end])+3 <= p.maxPayload/2 {
@@ -381,7 +382,7 @@ func (p *Partition) multiLastPaged(ctx context.Context, op string, subjects []st
 			end++
 		}
 		end = max(end, start+1)
-		msgs, err := p.snapshotAll(ctx, op, subjects[start:end], at)
+		msgs, err := p.snapshotAll(ctx, op, subjects[start:end], at, origin)
 		if err != nil {
 			return err
 		}
@@ -398,7 +399,7 @@ func (p *Partition) multiLastPaged(ctx context.Context, op string, subjects []st
 // snapshotAll is snapshot for literal subjects with an answer of any size: an answer
 // the server cut at its max_pending bytes (Nats-Num-Pending > 0 at the end of batch)
 // is continued from the sequence after the last one received.
-func (p *Partition) snapshotAll(ctx context.Context, op string, subjects []string, at uint64) ([]*nats.Msg, error) {
+func (p *Partition) snapshotAll(ctx context.Context, op string, subjects []string, at uint64, origin posOrigin) ([]*nats.Msg, error) {
 	if t := p.truncated.Load(); at < t {
 		return nil, &TruncatedError{Position: at, First: t}
 	}
@@ -429,7 +430,7 @@ func (p *Partition) snapshotAll(ctx context.Context, op string, subjects []strin
 		if fence == at {
 			return out, nil
 		}
-		if err := p.awaitFence(rctx, op, at, fence, attempt); err != nil {
+		if err := p.awaitFence(rctx, op, at, fence, attempt, origin); err != nil {
 			return nil, err
 		}
 	}

@@ -17,13 +17,18 @@ import (
 // sequence (the stream's version, as StreamHead returns) and revision; found is false
 // for a stream with no events there.
 func (p *Partition) StreamTail(ctx context.Context, stream string, at uint64) (seq, revision uint64, found bool, err error) {
+	return p.streamTail(ctx, stream, at, callerPos)
+}
+
+// streamTail is StreamTail at a position of the given origin.
+func (p *Partition) streamTail(ctx context.Context, stream string, at uint64, origin posOrigin) (seq, revision uint64, found bool, err error) {
 	if p.closed.Load() {
 		return 0, 0, false, ErrClosed
 	}
 	if at == 0 {
 		return 0, 0, false, nil
 	}
-	msgs, err := p.snapshot(ctx, "StreamTail", []string{p.subj.stream(stream)}, at)
+	msgs, err := p.snapshot(ctx, "StreamTail", []string{p.subj.stream(stream)}, at, origin)
 	if err != nil || len(msgs) == 0 {
 		return 0, 0, false, err
 	}

@@ -20,6 +20,9 @@ import (
 // A Txn is not safe for concurrent use, and is done after Commit or Discard.
 //
 // Invariants:
+//   - at is a position the stream leader reported (Begin's Position), so every read
+//     at it is a leaderPos read: a replica behind it is waited for without asking the
+//     leader first (read.go, posOrigin).
 //   - reads holds the version, as of at, of every key read; a written key's
 //     expectation is that version (read now if the key was written without a read),
 //     so blind writes conflict as on the local engine.
@@ -100,7 +103,7 @@ func (t *Txn) read(ctx context.Context, family string, key []byte) (Item, bool, 
 		if fs.Dropped && !t.revive(ctx, fs) {
 			return Item{}, false, &pipeline.DroppedError{Family: family}
 		}
-		return p.GetGen(ctx, family, fs.Generation, key, t.at)
+		return p.getGen(ctx, family, fs.Generation, key, t.at, leaderPos)
 	}
 	guess := p.genHint(family)
 	if n := p.subj.keyGenLen(family, guess, key); n > MaxSubjectLen {
@@ -114,7 +117,7 @@ func (t *Txn) read(ctx context.Context, family string, key []byte) (Item, bool, 
 		return it, false, nil
 	}
 	catalog, subject := p.subj.catalog(family, t.shard), p.subj.keyGen(family, guess, key)
-	msgs, err := p.snapshot(ctx, "Txn.Get", []string{catalog, subject}, t.at)
+	msgs, err := p.snapshot(ctx, "Txn.Get", []string{catalog, subject}, t.at, leaderPos)
 	if err != nil {
 		return Item{}, false, err
 	}
@@ -131,13 +134,13 @@ func (t *Txn) read(ctx context.Context, family string, key []byte) (Item, bool, 
 	t.fams[family] = &st
 	p.setGenHint(family, st.Generation)
 	if st.Dropped && t.revive(ctx, &st) {
-		return p.GetGen(ctx, family, st.Generation, key, t.at)
+		return p.getGen(ctx, family, st.Generation, key, t.at, leaderPos)
 	}
 	switch {
 	case st.Dropped:
 		return Item{}, false, &pipeline.DroppedError{Family: family}
 	case st.Generation != guess:
-		return p.GetGen(ctx, family, st.Generation, key, t.at)
+		return p.getGen(ctx, family, st.Generation, key, t.at, leaderPos)
 	case km == nil:
 		return it, false, nil
 	}
@@ -157,7 +160,7 @@ func (t *Txn) family(ctx context.Context, family string) (*FamilyState, error) {
 	}
 	st := FamilyState{Family: family, Generation: 1, Shard: t.shard}
 	if t.at > 0 {
-		msgs, err := t.p.snapshot(ctx, "Txn", []string{t.p.subj.catalog(family, t.shard)}, t.at)
+		msgs, err := t.p.snapshot(ctx, "Txn", []string{t.p.subj.catalog(family, t.shard)}, t.at, leaderPos)
 		if err != nil {
 			return nil, err
 		}
@@ -184,7 +187,7 @@ func (t *Txn) revive(ctx context.Context, st *FamilyState) bool {
 	if err != nil || pos <= t.at {
 		return false
 	}
-	now, err := t.p.Family(ctx, st.Family, pos)
+	now, err := t.p.familyAt(ctx, st.Family, pos, leaderPos)
 	if err != nil || now.Dropped || now.Generation <= st.Generation {
 		return false
 	}
@@ -259,7 +262,7 @@ func (t *Txn) Append(ctx context.Context, stream string, expected revision.Expec
 	}
 	s := t.streams[stream]
 	if s == nil {
-		seq, rev, found, err := t.p.StreamTail(ctx, stream, t.at)
+		seq, rev, found, err := t.p.streamTail(ctx, stream, t.at, leaderPos)
 		if err != nil {
 			return err
 		}
@@ -412,7 +415,7 @@ func (t *Txn) familyChanged(ctx context.Context, ce *ConflictError) error {
 	if err != nil {
 		return dropped
 	}
-	now, err := t.p.Family(ctx, ce.Family, pos)
+	now, err := t.p.familyAt(ctx, ce.Family, pos, leaderPos)
 	if err != nil || now.Dropped || now.Generation != fs.Generation {
 		return dropped
 	}

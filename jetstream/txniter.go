@@ -42,7 +42,7 @@ func (t *Txn) NewIterator(ctx context.Context, family string, o IterOptions) (*I
 	if tr := p.truncated.Load(); t.at < tr {
 		return nil, &TruncatedError{Position: t.at, First: tr}
 	}
-	it := &Iterator{p: p, ctx: ctx, op: "Txn.NewIterator", family: family, gen: fs.Generation, at: t.at, chunk: firstWindow}
+	it := &Iterator{p: p, ctx: ctx, op: "Txn.NewIterator", family: family, gen: fs.Generation, at: t.at, origin: leaderPos, chunk: firstWindow}
 	it.onYield = func(item Item) {
 		k := txnKey(family, item.Key)
 		if _, seen := t.reads[k]; !seen {

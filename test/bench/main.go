@@ -62,7 +62,8 @@ type config struct {
 	largeWorkers                  int
 	largeKeysPerCommit            int
 	largeEngines                  []string
-	scaleSizes                    []int // scale: event counts the database grows through
+	appendsEngines                []string // appends: engines that run (allAppendsKinds order)
+	scaleSizes                    []int    // scale: event counts the database grows through
 	scaleDuration, scaleSettle    time.Duration
 	scaleWorkers                  int
 	scaleLoadWorkers              int
@@ -145,6 +146,7 @@ func parseFlags() (*config, string) {
 	fs.IntVar(&c.largeCacheMiB, "large-cache-mib", 64, "large: block cache of every engine, MiB")
 	fs.IntVar(&c.largeWorkers, "large-workers", 4, "large: workers, one transaction in flight each")
 	fs.IntVar(&c.largeKeysPerCommit, "large-keys-per-commit", 4, "large: random existing keys each transaction reads, then writes")
+	aengines := fs.String("appends-engines", strings.Join(allAppendsKinds, ","), "appends: engines, any of "+strings.Join(allAppendsKinds, ",")+" (null: the harness's own CPU per append, at default durability; disk: a write and an fdatasync per append, with an fsync per append)")
 	lengines := fs.String("large-engines", strings.Join([]string{kindParallel, kindNative, kindRaw}, ","), "large: engines (any but "+kindBadger+")")
 	scaleSizes := fs.String("scale-sizes", "", "scale: event counts the database grows through, increasing (default 100000,1000000 quick, 1000000,10000000 full)")
 	fs.DurationVar(&c.scaleDuration, "scale-duration", 0, "scale: measured time of each phase (appends, reads) at each size (default --duration)")
@@ -152,7 +154,7 @@ func parseFlags() (*config, string) {
 	fs.IntVar(&c.scaleWorkers, "scale-workers", 4, "scale: workers appending, then reading, at each size")
 	fs.IntVar(&c.scaleLoadWorkers, "scale-load-workers", 8, "scale: workers appending during each growth")
 	fs.IntVar(&c.scaleLoadBatch, "scale-load-batch", 10, "scale: events per commit during each growth (1..100; a stream's 100 events take 100/batch commits)")
-	jsSides := fs.String("jsbare-sides", strings.Join(jsbareSides, ","), "jsbare: sides measured, any of "+strings.Join(jsbareSides, ",")+","+sideBareNoCat+" (the partitions cells run api and bare)")
+	jsSides := fs.String("jsbare-sides", strings.Join(jsbareSides, ","), "jsbare: sides measured, any of "+strings.Join(jsbareSides, ",")+" (the partitions cells run api and bare)")
 	jsWorkers := fs.String("jsbare-workers", "1,8", "jsbare: worker counts of the cells comparing each side with the bare publish")
 	jsParts := fs.String("jsbare-partitions", "1,2,4", "jsbare: partition counts of the scaling cells (empty: none)")
 	fs.IntVar(&c.jsbareScaleWorkers, "jsbare-partition-workers", 8, "jsbare: workers of the scaling cells")
@@ -230,10 +232,11 @@ func parseFlags() (*config, string) {
 	c.engines = strList(*engines)
 	c.memtableEngines = strList(*mengines)
 	c.largeEngines = strList(*lengines)
+	c.appendsEngines = strList(*aengines)
 	c.jsbareSides = strList(*jsSides)
 	for _, s := range c.jsbareSides {
-		if !slices.Contains(jsbareSides, s) && s != sideBareNoCat {
-			errs = append(errs, fmt.Sprintf("--jsbare-sides: %q is not one of %s,%s", s, strings.Join(jsbareSides, ","), sideBareNoCat))
+		if !slices.Contains(jsbareSides, s) {
+			errs = append(errs, fmt.Sprintf("--jsbare-sides: %q is not one of %s", s, strings.Join(jsbareSides, ",")))
 		}
 	}
 	must(&c.jsbareWorkers, *jsWorkers, "jsbare-workers")
@@ -242,6 +245,11 @@ func parseFlags() (*config, string) {
 		if n < 1 {
 			errs = append(errs, "--jsbare-workers, --jsbare-partitions and --jsbare-partition-workers must be positive")
 			break
+		}
+	}
+	for _, e := range c.appendsEngines {
+		if !slices.Contains(allAppendsKinds, e) {
+			errs = append(errs, fmt.Sprintf("--appends-engines: %q is not one of %s", e, strings.Join(allAppendsKinds, ",")))
 		}
 	}
 	for _, e := range c.largeEngines {
@@ -451,8 +459,14 @@ func main() {
 	appendsUnit := cfg.duration + time.Second
 	var appendEngines []appendsEngine
 	if cfg.scenarios["appends"] {
-		appendEngines = appendsEngines(progress)
-		appendsRuns = len(appendsCells()) * cfg.rounds * len(appendEngines)
+		appendEngines = appendsEngines(cfg.appendsEngines, progress)
+		for _, cell := range appendsCells() {
+			for _, e := range appendEngines {
+				if anchorRuns(e.name, cell) {
+					appendsRuns += cfg.rounds
+				}
+			}
+		}
 		est += time.Duration(appendsRuns) * appendsUnit
 	}
 	// two loads at about 1 µs a key, then the runs, each with an ingestion

@@ -20,8 +20,7 @@ import (
 // revision: through the public API (eventstore.Store.Append on jetstream.OpenDB, one
 // database per worker), and as the bare atomic batch publish of the same messages
 // (jsbare_batch.go), without reads, with the engine's two reads, and with the
-// Direct Get alone; api-q64 is the api side with the engine's per-read subscription
-// made cheap (jsbare_sides.go). Then partitions:
+// Direct Get alone (jsbare_sides.go). Then partitions:
 // the same appends from several workers through partitioned.Store over 1, 2 and 4
 // partitions (streams), each worker's stream on partition w mod n, beside the bare
 // publish to as many streams. Every run gets fresh streams, deleted after it; each

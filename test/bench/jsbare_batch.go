@@ -19,25 +19,25 @@ import (
 // The bare side of the jsbare scenario: what one eventstore append through the
 // JetStream engine's public API puts on the wire, sent with nats.go and nothing else.
 // The engine's commit of one 100-byte event to stream S at revision r, expecting r-1,
-// is one atomic batch of five messages under the partition's prefix P (see the
-// jetstream package doc and jsbare_batch_test.go, which checks this against what the
-// engine sends):
+// is one atomic batch of four messages under the partition's prefix P (see the
+// jetstream package doc and jsbare_test.go, which checks this against what the engine
+// sends):
 //
 //  1. P.e.<S>: the event (type, metadata and data framed in 110 bytes), Rl-Rev r, Rl-Sum;
 //  2. P.k.<rockline.streams>.<'h' S>: the event store's head record, uvarint(r), with
 //     Nats-Expected-Last-Subject-Sequence = the head's last sequence, Rl-Sum;
 //  3. P.k.<rockline.streams>.<'r' S 0 BE64(r)>: the event's index record, a new
-//     subject every commit, positioned (Rl-Enc rockline.event, Rl-At 2), Rl-Sum;
-//  4. P.m: a read marker checking the family's catalog record P.f.<rockline.streams>.<shard>
-//     (shard one of 16, at random) with Nats-Expected-Last-Subject-Sequence(-Subject);
-//  5. P.c: the commit marker, Nats-Batch-Commit, Nats-Msg-Id c:<batch>, Rl-Txn <batch>;
+//     subject every commit, positioned (Rl-Enc rockline.event, Rl-At 1), Rl-Sum;
+//  4. P.c: the commit marker, Nats-Batch-Commit, Nats-Msg-Id c:<batch>, Rl-Txn <batch>;
 //
-// every message with Nats-Batch-Id and Nats-Batch-Sequence. The first four are
-// published without a reply on the worker's connection, the fifth is a request, and
-// the append is done when its publish ack names the batch and its five messages. A
-// batch refused with "subject in flight" (10164: another batch checking the same
-// catalog record copy is being proposed) is sent again after the engine's backoff
-// until it lands, as the engine and the event store's retry of a conflict do.
+// every message with Nats-Batch-Id and Nats-Batch-Sequence. (Until 2026-12-03 the
+// engine also sent a read marker checking the catalog record of rockline.streams, a
+// family that cannot be dropped; it no longer does, and the bare side follows.) The
+// first three are published without a reply on the worker's connection, the last is
+// a request, and the append is done when its publish ack names the batch and its four
+// messages. A batch refused with "subject in flight" (10164) is sent again after the
+// engine's backoff until it lands, as the engine and the event store's retry of a
+// conflict do.
 // The bare side sends exactly these (its checksums are placeholders of the same size:
 // the server does not read them) and keeps the head's sequence from the ack instead
 // of reading it. With reads, it also makes the two round trips the engine makes
@@ -83,7 +83,6 @@ type bareAppender struct {
 	prefix string // the partition's subject prefix, with its trailing dot
 	event  string // P.e.<S>
 	head   string // P.k.<family>.<'h' S>
-	marker string // P.m
 	commit string // P.c
 	family string // the family token
 	name   string // S
@@ -97,7 +96,6 @@ type bareAppender struct {
 
 	readTrips int                // reads before each append: 0, 1 (a Direct Get) or 2 (the engine's)
 	lastPos   uint64             // the worker's last commit's position
-	noCatalog bool               // leave out the catalog read marker (bare-nocat)
 	inbox     string             // the Direct Get answers' subject
 	sub       *nats.Subscription // on inbox
 }
@@ -115,7 +113,7 @@ func newBareAppender(nc *nats.Conn, jsStream, prefix, name string, payload int, 
 	data = append(data, make([]byte, payload)...)
 	a := &bareAppender{nc: nc, stream: jsStream, prefix: p, name: name, family: fam, data: data,
 		event: p + "e." + subjectToken([]byte(name)), head: p + "k." + fam + "." + subjectToken(append([]byte{'h'}, name...)),
-		marker: p + "m", commit: p + "c", readTrips: readTrips, inFlight: inFlight, fenceWaits: fenceWaits}
+		commit: p + "c", readTrips: readTrips, inFlight: inFlight, fenceWaits: fenceWaits}
 	if readTrips > 0 {
 		a.inbox = nc.NewInbox()
 		sub, err := nc.SubscribeSync(a.inbox)
@@ -141,7 +139,7 @@ func (a *bareAppender) indexKey(rev uint64) string {
 	return a.prefix + "k." + a.family + "." + subjectToken(binary.BigEndian.AppendUint64(k, rev))
 }
 
-// batch builds the five messages of the append of revision rev, expecting the head's
+// batch builds the four messages of the append of revision rev, expecting the head's
 // last sequence headSeq, under batch id.
 func (a *bareAppender) batch(id string, rev, headSeq uint64) []*nats.Msg {
 	const sum = "00000000" // the engine's CRC-32C, 8 hex digits; the server does not read it
@@ -156,21 +154,14 @@ func (a *bareAppender) batch(id string, rev, headSeq uint64) []*nats.Msg {
 	head.Data = binary.AppendUvarint(nil, rev)
 	idx := nats.NewMsg(a.indexKey(rev))
 	idx.Header.Set(hdrRlEnc, "rockline.event")
-	idx.Header.Set(hdrRlAt, "2") // the commit marker is two messages on
+	idx.Header.Set(hdrRlAt, "1") // the commit marker is the next message
 	idx.Header.Set(hdrRlSum, sum)
 	idx.Data = []byte{0} // uvarint(index in the commit), no event ID
-	mark := nats.NewMsg(a.marker)
-	mark.Header.Set(hdrExpSeq, "0")
-	mark.Header.Set(hdrExpSubj, a.catalog())
 	com := nats.NewMsg(a.commit)
 	com.Header.Set(hdrBatchDone, "1")
 	com.Header.Set(hdrMsgID, "c:"+id)
 	com.Header.Set(hdrRlTxn, id)
-	msgs := []*nats.Msg{ev, head, idx, mark, com}
-	if a.noCatalog {
-		idx.Header.Set(hdrRlAt, "1")
-		msgs = []*nats.Msg{ev, head, idx, com}
-	}
+	msgs := []*nats.Msg{ev, head, idx, com}
 	for i, m := range msgs {
 		m.Header.Set(hdrBatchID, id)
 		m.Header.Set(hdrBatchSeq, strconv.Itoa(i+1))

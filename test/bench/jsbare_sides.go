@@ -27,26 +27,16 @@ import (
 // Sides of the jsbare scenario.
 const (
 	sideAPI       = "api"        // eventstore appends on jetstream.OpenDB (partitioned.Store over several)
-	sideAPIQ64    = "api-q64"    // api on connections whose SubscribeSync channels hold 64 messages
 	sideBare      = "bare"       // the same batches with nats.go, no reads
 	sideBareReads = "bare+reads" // the same batches with the engine's two reads before each
 	sideBareRead1 = "bare+1read" // the same batches with the head's Direct Get alone before each
-	// sideBareNoCat is bare without the family catalog's read marker (four messages),
-	// on request only (--jsbare-sides): what the engine's event-store commits would
-	// cost if it did not check the catalog of a family that cannot be dropped.
-	sideBareNoCat = "bare-nocat"
 )
 
-// jsbareSides are every side; the partitions cells run api and bare only.
-var jsbareSides = []string{sideAPI, sideAPIQ64, sideBare, sideBareReads, sideBareRead1}
-
-// subChanLenQ64 is api-q64's nats.SyncQueueLen: every Direct Get of the engine makes
-// a SubscribeSync whose channel nats.go sizes at the connection's SubChanLen (64 Ki
-// messages by default, a 512 KiB allocation zeroed per read); the workload's answers
-// hold at most four messages. It stands in for the engine keeping one response
-// subscription per partition (see RESULTS.md), not for a setting to use: a larger
-// answer (a scan window) would overflow it.
-const subChanLenQ64 = 64
+// jsbareSides are every side; the partitions cells run api and bare only. (The
+// stand-ins api-q64 and bare-nocat of the 2026-12-02 run measured two fixes before
+// they were made: the engine's small answer channels and no catalog check on the
+// event store's family. Both are in the engine now, so api and bare are those sides.)
+var jsbareSides = []string{sideAPI, sideBare, sideBareReads, sideBareRead1}
 
 // jsbareEventBytes is the size of each event's data.
 const jsbareEventBytes = 100
@@ -89,7 +79,7 @@ func workerPartition(stream string, partitions int) int {
 
 // partitionConfigs are the run's partitions of a side: stream and subject prefix.
 func partitionConfigs(side string, run, partitions int) []jetstream.Config {
-	name := map[bool]string{true: "API", false: "BARE"}[side == sideAPI || side == sideAPIQ64]
+	name := map[bool]string{true: "API", false: "BARE"}[side == sideAPI]
 	var out []jetstream.Config
 	for p := range partitions {
 		out = append(out, jetstream.Config{
@@ -125,21 +115,17 @@ func openJSSide(c *jstest.Cluster, side string, run, workers, partitions int, sc
 		s.streams = append(s.streams, p.Stream)
 	}
 	for w := range workers {
-		var opts []nats.Option
-		if side == sideAPIQ64 {
-			opts = append(opts, nats.SyncQueueLen(subChanLenQ64))
-		}
-		nc, err := c.Connect(w%len(c.Servers), opts...)
+		nc, err := c.Connect(w % len(c.Servers))
 		if err != nil {
 			return nil, errors.Join(err, s.close())
 		}
 		s.conns = append(s.conns, nc)
 		var app jsAppend
-		if side == sideAPI || side == sideAPIQ64 {
+		if side == sideAPI {
 			app, err = s.openAPI(nc, parts, w, scaling)
 		} else {
 			trips := map[string]int{sideBareReads: 2, sideBareRead1: 1}[side]
-			app, err = s.openBare(nc, parts, w, trips, side == sideBareNoCat, w == 0)
+			app, err = s.openBare(nc, parts, w, trips, w == 0)
 		}
 		if err != nil {
 			return nil, errors.Join(fmt.Errorf("%s, worker %d: %w", side, w, err), s.close())
@@ -202,7 +188,7 @@ func (s *jsSide) openAPI(nc *nats.Conn, parts []jetstream.Config, w int, scaling
 // worker creates the streams, with the engine's own Open (the engine's stream
 // configuration, and it returns once the stream serves), and closes the partitions
 // again: the bare side publishes without the engine.
-func (s *jsSide) openBare(nc *nats.Conn, parts []jetstream.Config, w, readTrips int, noCatalog, create bool) (jsAppend, error) {
+func (s *jsSide) openBare(nc *nats.Conn, parts []jetstream.Config, w, readTrips int, create bool) (jsAppend, error) {
 	if create {
 		for _, p := range parts {
 			ctx, cancel := context.WithTimeout(context.Background(), openTimeout)
@@ -221,7 +207,6 @@ func (s *jsSide) openBare(nc *nats.Conn, parts []jetstream.Config, w, readTrips 
 	if err != nil {
 		return nil, err
 	}
-	a.noCatalog = noCatalog
 	s.closers = append(s.closers, a.close)
 	return func(ctx context.Context) error { return a.append(ctx, jetstream.DefaultPublishTimeout) }, nil
 }

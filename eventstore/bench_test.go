@@ -11,8 +11,14 @@ import (
 
 // BenchmarkAppend appends one event per commit to one of 16 streams, expecting the
 // revision it last wrote: the event store's write path, index records included.
-func BenchmarkAppend(b *testing.B) {
-	_, es, _ := openStore(b, pipeline.Config{})
+func BenchmarkAppend(b *testing.B) { benchmarkAppend(b, pipeline.Config{}) }
+
+// BenchmarkAppendSync is BenchmarkAppend with an fsync per append (Config.Sync): from
+// one goroutine every append pays its own fsync, so it shows the lone writer's path.
+func BenchmarkAppendSync(b *testing.B) { benchmarkAppend(b, pipeline.Config{Sync: true}) }
+
+func benchmarkAppend(b *testing.B, cfg pipeline.Config) {
+	_, es, _ := openStore(b, cfg)
 	next := make([]eventstore.ExpectedRevision, 16)
 	for i := range next {
 		next[i] = eventstore.NoStream

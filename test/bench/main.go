@@ -151,7 +151,7 @@ func parseFlags() (*config, string) {
 	scaleSizes := fs.String("scale-sizes", "", "scale: event counts the database grows through, increasing (default 100000,1000000 quick, 1000000,10000000 full)")
 	fs.DurationVar(&c.scaleDuration, "scale-duration", 0, "scale: measured time of each phase (appends, reads) at each size (default --duration)")
 	fs.DurationVar(&c.scaleSettle, "scale-settle", 10*time.Minute, "scale: longest wait after each growth for flushes and compactions to finish")
-	fs.IntVar(&c.scaleWorkers, "scale-workers", 4, "scale: workers appending, then reading, at each size")
+	fs.IntVar(&c.scaleWorkers, "scale-workers", runtime.GOMAXPROCS(0), "scale: workers appending, then reading, at each size (default one per core: more closed-loop writers than cores measure the scheduler at p99, RESULTS.md 2026-12-03)")
 	fs.IntVar(&c.scaleLoadWorkers, "scale-load-workers", 8, "scale: workers appending during each growth")
 	fs.IntVar(&c.scaleLoadBatch, "scale-load-batch", 10, "scale: events per commit during each growth (1..100; a stream's 100 events take 100/batch commits)")
 	jsSides := fs.String("jsbare-sides", strings.Join(jsbareSides, ","), "jsbare: sides measured, any of "+strings.Join(jsbareSides, ",")+" (the partitions cells run api and bare)")

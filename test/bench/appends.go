@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 )
@@ -104,29 +105,37 @@ type appendsResult struct {
 	Error        string  `json:"error,omitempty"`
 }
 
-// allAppendsKinds is every engine of the appends scenario, in report order.
-var allAppendsKinds = []string{kindRocklineAppends, "postgresql", "jetstream", kindDiskAppends, kindNullAppends}
+// allAppendsEngines is every engine of the appends scenario, in report order;
+// allAppendsKinds their names.
+var (
+	allAppendsEngines = []appendsEngine{
+		{kindRocklineAppends, openRocklineAppender}, {"postgresql", openPGAppender}, {"jetstream", openJSAppender},
+		{kindDiskAppends, openDiskAppender}, {kindNullAppends, openNullAppender},
+	}
+	allAppendsKinds = func() (names []string) {
+		for _, e := range allAppendsEngines {
+			names = append(names, e.name)
+		}
+		return names
+	}()
+)
 
 // appendsEngines are the engines of the appends scenario among names that can run
 // here; an engine that cannot (PostgreSQL not installed) is left out with a progress
 // line saying why.
 func appendsEngines(names []string, progress func(string)) []appendsEngine {
-	open := map[string]func(*config, bool) (appender, error){
-		kindRocklineAppends: openRocklineAppender, "postgresql": openPGAppender, "jetstream": openJSAppender,
-		kindDiskAppends: openDiskAppender, kindNullAppends: openNullAppender,
-	}
 	var engines []appendsEngine
-	for _, name := range allAppendsKinds {
-		if !slices.Contains(names, name) {
+	for _, e := range allAppendsEngines {
+		if !slices.Contains(names, e.name) {
 			continue
 		}
-		if name == "postgresql" {
+		if e.name == "postgresql" {
 			if why := pgAvailable(); why != "" {
 				progress("appends: leaving out postgresql: " + why)
 				continue
 			}
 		}
-		engines = append(engines, appendsEngine{name, open[name]})
+		engines = append(engines, e)
 	}
 	return engines
 }
@@ -295,6 +304,9 @@ func runAppendsOnce(cfg *config, e appendsEngine, cell appendsCell, round int) (
 	return res
 }
 
+// appendsPad is the padding appendsPayload cuts from.
+var appendsPad = strings.Repeat("x", 200)
+
 // appendsPayload returns the i-th event of worker w's append number seq: a flat JSON
 // object of about 200 bytes, unique per (w, seq, i), so the read-back can tell every
 // event apart. Its keys are in jsonb's order (by length, then bytes), so PostgreSQL's
@@ -302,7 +314,7 @@ func runAppendsOnce(cfg *config, e appendsEngine, cell appendsCell, round int) (
 // only seq, not the bytes, so the harness's own heap and CPU per append stay small
 // beside the engines' (the null engine measures what is left).
 func appendsPayload(w, seq, i int) []byte {
-	const size, pad = 200, "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
+	const size = 200
 	var tail [48]byte
 	t := append(tail[:0], `","seq":`...)
 	t = strconv.AppendInt(t, int64(seq), 10)
@@ -313,7 +325,7 @@ func appendsPayload(w, seq, i int) []byte {
 	b = append(b, `{"i":`...)
 	b = strconv.AppendInt(b, int64(i), 10)
 	b = append(b, `,"pad":"`...)
-	b = append(b, pad[:max(0, min(len(pad), size-len(b)-len(t)))]...)
+	b = append(b, appendsPad[:max(0, size-len(b)-len(t))]...)
 	return append(b, t...)
 }
 

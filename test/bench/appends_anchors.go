@@ -50,7 +50,7 @@ type memAppender struct {
 	mu      sync.Mutex
 	streams map[string][][]byte
 	log     *os.File // nil for null
-	sync    bool
+	fsync   bool     // an fdatasync after each write
 	syncs   atomic.Int64
 	dir     string
 }
@@ -69,7 +69,7 @@ func openDiskAppender(cfg *config, sync bool) (appender, error) {
 		os.RemoveAll(dir)
 		return nil, err
 	}
-	return &memAppender{streams: map[string][][]byte{}, log: f, sync: sync, dir: dir}, nil
+	return &memAppender{streams: map[string][][]byte{}, log: f, fsync: sync, dir: dir}, nil
 }
 
 func (m *memAppender) appendEvents(_ context.Context, stream string, expected int64, events [][]byte) (int64, bool, error) {
@@ -101,7 +101,7 @@ func (m *memAppender) write(stream string, events [][]byte) error {
 	if _, err := m.log.Write(rec); err != nil {
 		return err
 	}
-	if !m.sync {
+	if !m.fsync {
 		return nil
 	}
 	m.syncs.Add(1)

@@ -53,7 +53,6 @@ const (
 	hdrBatchDone = "Nats-Batch-Commit"
 	hdrMsgID     = "Nats-Msg-Id"
 	hdrExpSeq    = "Nats-Expected-Last-Subject-Sequence"
-	hdrExpSubj   = "Nats-Expected-Last-Subject-Sequence-Subject"
 	hdrRlRev     = "Rl-Rev"
 	hdrRlSum     = "Rl-Sum"
 	hdrRlEnc     = "Rl-Enc"
@@ -232,7 +231,7 @@ func (a *bareAppender) append(ctx context.Context, timeout time.Duration) error 
 		case err != nil:
 			return err
 		case ack.Error != nil && ack.Error.ErrCode == jsSubjectInFlight:
-			// Another batch checking the same catalog record copy is being
+			// Another batch expecting a version of the same subject is being
 			// proposed: sent again after the engine's backoff. The engine re-reads
 			// first, and after InFlightRetries re-sends reports a conflict, which
 			// the event store's Append retries: sent again until it lands, here.

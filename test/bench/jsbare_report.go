@@ -66,7 +66,7 @@ func writeJSBareTables(w io.Writer, cfg *config, rs []jsbareResult) {
 				ratioCell(row.cost), fmtUS(row.p50), fmtUS(row.p99), row.cpu, ratioCell(row.cpuCost), row.resends)
 		}
 	}
-	fmt.Fprintf(w, "\ncost ÷ bare: the bare publish's commits/s over the side's in the same round (what one commit costs against the bare atomic batch publish of the same messages; target at most 1.25), median of the rounds; CPU ÷ bare likewise for CPU per commit (the whole process: client and the three nodes); re-sends/commit: batches sent again after \"subject in flight\" (10164: a concurrent batch checks the same copy of the family's catalog record), per commit.\n")
+	fmt.Fprintf(w, "\ncost ÷ bare: the bare publish's commits/s over the side's in the same round (what one commit costs against the bare atomic batch publish of the same messages; target at most 1.25), median of the rounds; CPU ÷ bare likewise for CPU per commit (the whole process: client and the three nodes); re-sends/commit: batches sent again after \"subject in flight\" (10164: a concurrent batch expects a version of the same subject), per commit.\n")
 	if len(cfg.jsbarePartitions) == 0 {
 		return
 	}

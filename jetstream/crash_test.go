@@ -94,7 +94,7 @@ func runRestartScenario(t *testing.T, rig faultRig, stream string) {
 	// As in the partition test, the node catches up with the load paused: its pace
 	// behind a saturating load is the server's, not the engine's promise.
 	l.pause(30 * time.Second)
-	current := pollInfo(t, watch, stream, "the restarted node current", 60*time.Second, replicaCurrent(leader)) + ready
+	current := awaitCaughtUp(t, watch, stream, "the restarted node current", replicaCurrent(leader)) + ready
 	l.resume()
 	// Writes through the restarted node too.
 	back := fmt.Sprintf("n%d-back", victim+1)

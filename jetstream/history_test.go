@@ -171,7 +171,7 @@ func runHistory(t *testing.T, env *histEnv, nm nemesis, seed uint64) (history.Hi
 		if err := heal(); err != nil {
 			t.Fatalf("%s: recovering from fault %d: %v", nm.name, cycle+1, err)
 		}
-		pollInfo(t, admin, r.cfg.Stream, "every replica current after recovery", 90*time.Second, allCurrent(env.nodes))
+		awaitCaughtUp(t, admin, r.cfg.Stream, "every replica current after recovery", allCurrent(env.nodes))
 	}
 	r.waitOK("after recovery", 20, 60*time.Second)
 	close(stop)

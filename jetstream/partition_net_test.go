@@ -126,7 +126,7 @@ func TestLeaderNetworkPartition(t *testing.T) {
 	// first commit through the healed node was acknowledged.
 	l.waitAcks("the minority writer after healing", 1, 60*time.Second, minority)
 	l.pause(30 * time.Second)
-	rejoin := pollInfo(t, watch, stream, "the old leader current again", 90*time.Second, replicaCurrent(leader))
+	rejoin := awaitCaughtUp(t, watch, stream, "the old leader current again", replicaCurrent(leader))
 	l.resume()
 	l.waitAcks("the minority writer after healing", 5, 60*time.Second, minority)
 	minorityBack := l.firstAckAfter(healAt, minority)

@@ -28,11 +28,16 @@ type AppendResult struct {
 // event, the errors of pipeline.Txn.Commit, and those of pipeline.DB.WaitForPosition
 // (ctx's among them) while a retry waits for the original's publication.
 func (s *Store) Append(ctx context.Context, stream string, expected ExpectedRevision, events ...Event) (AppendResult, error) {
+	return s.append(ctx, "Store.Append", stream, expected, nil, events)
+}
+
+// append is Append and AppendIf.
+func (s *Store) append(ctx context.Context, op, stream string, expected ExpectedRevision, conds []Condition, events []Event) (AppendResult, error) {
 	var res AppendResult
 	var done bool
 	fn := func(tx *pipeline.Txn) error {
 		var err error
-		res, done, err = s.appendTxn("Store.Append", tx, stream, expected, events)
+		res, done, err = s.appendTxn(op, tx, stream, expected, conds, events)
 		return err
 	}
 	// The first attempt on its own: its conflict is almost always a concurrent append
@@ -77,18 +82,16 @@ func (s *Store) Append(ctx context.Context, stream string, expected ExpectedRevi
 // continuing after the deleted ones; a tombstoned stream refuses every append with a
 // *StreamDeletedError. On any error tx is left as it was.
 func (s *Store) AppendTxn(tx *pipeline.Txn, stream string, expected ExpectedRevision, events ...Event) error {
-	_, _, err := s.appendTxn("Store.AppendTxn", tx, stream, expected, events)
+	_, _, err := s.appendTxn("Store.AppendTxn", tx, stream, expected, nil, events)
 	return err
 }
 
-// appendTxn is AppendTxn; done reports an append found already made (res is then the
-// original result, position included).
-func (s *Store) appendTxn(op string, tx *pipeline.Txn, stream string, expected ExpectedRevision, events []Event) (res AppendResult, done bool, err error) {
-	if tx == nil {
-		return AppendResult{}, false, &pipeline.ArgumentError{Op: op, Arg: "tx", Reason: "must not be nil"}
-	}
-	if tx.DB() != s.db {
-		return AppendResult{}, false, &pipeline.ArgumentError{Op: op, Arg: "tx", Reason: "belongs to another database than the store's", Err: pipeline.ErrForeignFamily}
+// appendTxn is AppendTxn, with conditions checked (conds already validated) once the
+// append is known not to be a retry; done reports an append found already made (res
+// is then the original result, position included).
+func (s *Store) appendTxn(op string, tx *pipeline.Txn, stream string, expected ExpectedRevision, conds []Condition, events []Event) (res AppendResult, done bool, err error) {
+	if err := s.checkTxn(op, tx); err != nil {
+		return AppendResult{}, false, err
 	}
 	if err := checkStream(op, stream); err != nil {
 		return AppendResult{}, false, err
@@ -116,6 +119,9 @@ func (s *Store) appendTxn(op string, tx *pipeline.Txn, stream string, expected E
 	if err := revision.Check(stream, expected, cur, exists); err != nil {
 		return AppendResult{}, false, err
 	}
+	if err := s.require(tx, conds); err != nil {
+		return AppendResult{}, false, err
+	}
 	first := uint64(0)
 	if hasHead {
 		first = cur + 1 // after a soft delete too: revisions continue
@@ -137,6 +143,17 @@ func (s *Store) appendTxn(op string, tx *pipeline.Txn, stream string, expected E
 		}
 	}
 	return AppendResult{NextExpectedRevision: last}, false, nil
+}
+
+// checkTxn checks that tx is a transaction of the store's database.
+func (s *Store) checkTxn(op string, tx *pipeline.Txn) error {
+	if tx == nil {
+		return &pipeline.ArgumentError{Op: op, Arg: "tx", Reason: "must not be nil"}
+	}
+	if tx.DB() != s.db {
+		return &pipeline.ArgumentError{Op: op, Arg: "tx", Reason: "belongs to another database than the store's", Err: pipeline.ErrForeignFamily}
+	}
+	return nil
 }
 
 // head returns the revision of the stream's last event as tx sees it (hasHead false

@@ -10,6 +10,15 @@
 // Events with IDs make an append idempotent: a retried append whose events are
 // already there returns the original result and writes nothing.
 //
+// An append can be conditioned on streams it does not write (AppendIf, or Require in
+// a transaction of one's own): StreamAt(stream, expected) holds while that stream's
+// state meets expected. Each condition's head is a tracked read, so a commit that
+// changes it before the append commits fails the append with a conflict, and the
+// retry reports the condition as a *ConditionFailedError naming it; the append then
+// writes nothing, and the condition's stream is never written. This widens a
+// consistency boundary past one stream (a decision taken on a course and a student,
+// recorded in the course's stream) on both engines, the local one and JetStream's.
+//
 // The events themselves live in the commit's log entry, once: the store keeps per
 // stream a head and one small record per event naming the log position and the index
 // in the entry, written with the commit through pipeline.Txn.PutAtCommit. So a

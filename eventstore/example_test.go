@@ -71,3 +71,62 @@ func Example() {
 	// refused: stream order-42, expected 0, actual 2
 	// is ErrWrongExpectedVersion: true
 }
+
+// ExampleStore_AppendIf enrols a student in a course: the enrolment goes to the
+// course's stream (whose revision guards its capacity), on the condition that the
+// student's stream is still as read (not suspended since), without writing to it.
+// A suspension that lands first makes the same enrolment fail with a
+// *ConditionFailedError naming the student's stream, and nothing is written.
+func ExampleStore_AppendIf() {
+	ctx := context.Background()
+	dir, err := os.MkdirTemp("", "rockline-appendif-example-")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	db, err := pipeline.Open(dir, pipeline.Config{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer db.Close()
+	store, err := eventstore.New(db)
+	if err != nil {
+		log.Fatal(err)
+	}
+	course, err := store.Append(ctx, "course-7", eventstore.NoStream, eventstore.Event{Type: "CourseDefined", Data: []byte(`{"capacity":30}`)})
+	if err != nil {
+		log.Fatal(err)
+	}
+	student, err := store.Append(ctx, "student-ada", eventstore.NoStream, eventstore.Event{Type: "StudentRegistered"})
+	if err != nil {
+		log.Fatal(err)
+	}
+
+	// The decision read both streams at these revisions: the course has room, the
+	// student is in good standing.
+	studentAsRead := eventstore.StreamAt("student-ada", eventstore.Revision(student.NextExpectedRevision))
+	res, err := store.AppendIf(ctx, "course-7", eventstore.Revision(course.NextExpectedRevision),
+		[]eventstore.Condition{studentAsRead},
+		eventstore.Event{ID: "enrol-ada-7", Type: "StudentEnrolled", Data: []byte(`{"student":"ada"}`)})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("enrolled; course-7 at revision", res.NextExpectedRevision)
+
+	// The student is suspended; an enrolment decided before that is refused.
+	if _, err := store.Append(ctx, "student-ada", eventstore.Any, eventstore.Event{Type: "StudentSuspended"}); err != nil {
+		log.Fatal(err)
+	}
+	_, err = store.AppendIf(ctx, "course-7", eventstore.Revision(res.NextExpectedRevision),
+		[]eventstore.Condition{studentAsRead},
+		eventstore.Event{ID: "enrol-ada-7b", Type: "StudentEnrolled", Data: []byte(`{"student":"ada"}`)})
+	var failed *eventstore.ConditionFailedError
+	if errors.As(err, &failed) {
+		fmt.Println("refused:", failed.Condition, "- condition", failed.Index)
+	}
+	fmt.Println(err)
+	// Output:
+	// enrolled; course-7 at revision 1
+	// refused: stream "student-ada" at 0 - condition 0
+	// rockline: condition 0 (stream "student-ada" at 0) failed: the stream is at 1
+}

@@ -2,6 +2,7 @@ package jetstream_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
 
@@ -57,15 +58,23 @@ func (e jsEngine) Begin(ctx context.Context) (conformance.Txn, error) {
 	return jsTxn{tx}, nil
 }
 
+// Append retries a conflict, as eventstore's Store.Append does: the retry re-reads
+// the stream, so a changed stream then fails its expectation.
 func (e jsEngine) Append(ctx context.Context, stream string, expected eventstore.ExpectedRevision, events ...pipeline.Event) (uint64, error) {
-	tx, err := e.p.Begin(ctx)
-	if err != nil {
-		return 0, err
+	for {
+		tx, err := e.p.Begin(ctx)
+		if err != nil {
+			return 0, err
+		}
+		if err := tx.Append(ctx, stream, expected, events...); err != nil {
+			tx.Discard()
+			return 0, err
+		}
+		pos, err := tx.Commit(ctx)
+		if !errors.Is(err, pipeline.ErrConflict) || ctx.Err() != nil {
+			return pos, err
+		}
 	}
-	if err := tx.Append(ctx, stream, expected, events...); err != nil {
-		return 0, err
-	}
-	return tx.Commit(ctx)
 }
 
 func (e jsEngine) ReadStream(ctx context.Context, stream string) ([]conformance.Event, error) {
@@ -106,6 +115,9 @@ func (t jsTxn) Put(family string, key, value []byte) error { return t.tx.Put(fam
 func (t jsTxn) Delete(family string, key []byte) error     { return t.tx.Delete(family, key) }
 func (t jsTxn) Append(ctx context.Context, stream string, expected eventstore.ExpectedRevision, events ...pipeline.Event) error {
 	return t.tx.Append(ctx, stream, expected, events...)
+}
+func (t jsTxn) CheckStream(ctx context.Context, stream string, expected eventstore.ExpectedRevision) error {
+	return t.tx.CheckStream(ctx, stream, expected)
 }
 func (t jsTxn) Commit(ctx context.Context) (uint64, error) { return t.tx.Commit(ctx) }
 func (t jsTxn) Discard()                                   { t.tx.Discard() }

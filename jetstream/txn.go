@@ -26,9 +26,10 @@ import (
 //   - reads holds the version, as of at, of every key read; a written key's
 //     expectation is that version (read now if the key was written without a read),
 //     so blind writes conflict as on the local engine.
-//   - streams holds, per stream appended to, the version and revision as of at and
-//     the revisions assigned so far, so several appends to one stream in one Txn
-//     continue each other.
+//   - streams holds, per stream appended to or checked (CheckStream), the version
+//     and revision as of at and the revisions assigned so far, so several appends to
+//     one stream in one Txn continue each other; each becomes a StreamCheck at
+//     Commit, so an append to it by another commit after at fails this one.
 //   - fams holds, per family read or written, its catalog state as of at (one copy
 //     of the record, shard); each becomes a FamilyCheck at Commit, so a drop or
 //     re-creation after at fails the commit (families.go), except a reserved family's
@@ -55,6 +56,7 @@ func txnKey(family string, key []byte) string { return family + "\x00" + string(
 type txnStream struct {
 	version uint64 // the stream's version as of at (0: no events)
 	next    uint64 // the revision the next event gets
+	checked bool   // CheckStream made the transaction conditional on it
 }
 
 // ErrTxnDone is returned by a Txn's methods after Commit or Discard.
@@ -275,13 +277,13 @@ func (t *Txn) Append(ctx context.Context, stream string, expected revision.Expec
 	last, exists := s.next-1, s.next > 0
 	if wrong := revision.Check(stream, expected, last, exists); wrong != nil {
 		if pos, err := t.alreadyAppended(ctx, stream, expected, last, exists, events); err != nil || pos > 0 {
-			if !t.appended(stream) {
+			if !t.keeps(stream) {
 				delete(t.streams, stream)
 			}
 			t.already = max(t.already, pos)
 			return err
 		}
-		if !t.appended(stream) {
+		if !t.keeps(stream) {
 			delete(t.streams, stream) // not appended to: nothing to check at Commit
 		}
 		return wrong
@@ -290,6 +292,44 @@ func (t *Txn) Append(ctx context.Context, stream string, expected revision.Expec
 		t.events = append(t.events, Event{Stream: stream, Revision: s.next, Event: e})
 		s.next++
 	}
+	return nil
+}
+
+// CheckStream makes the transaction conditional on stream's revision, as of its
+// position and after its own appends, meeting expected, without appending to it: it
+// returns a *revision.WrongExpectedVersionError (eventstore.WrongExpectedVersionError)
+// when the revision does not meet expected now, and otherwise Commit fails with a
+// conflict if another commit appends to stream after the transaction's position (the
+// event store's StreamAt condition). Any holds for every stream and is not checked.
+func (t *Txn) CheckStream(ctx context.Context, stream string, expected revision.Expected) error {
+	if t.done {
+		return ErrTxnDone
+	}
+	if stream == "" {
+		return &ArgumentError{Op: "Txn.CheckStream", Arg: "stream", Reason: "must not be empty"}
+	}
+	if !expected.Valid() {
+		return &ArgumentError{Op: "Txn.CheckStream", Arg: "expected", Reason: "must be Any, NoStream, StreamExists or Revision(n)"}
+	}
+	if expected == revision.Any {
+		return nil
+	}
+	s := t.streams[stream]
+	if s == nil {
+		seq, rev, found, err := t.p.streamTail(ctx, stream, t.at, leaderPos)
+		if err != nil {
+			return err
+		}
+		s = &txnStream{version: seq}
+		if found {
+			s.next = rev + 1
+		}
+	}
+	if wrong := revision.Check(stream, expected, s.next-1, s.next > 0); wrong != nil {
+		return wrong
+	}
+	s.checked = true
+	t.streams[stream] = s
 	return nil
 }
 
@@ -322,7 +362,12 @@ func (t *Txn) alreadyAppended(ctx context.Context, stream string, expected revis
 	return pos, err
 }
 
-func (t *Txn) appended(stream string) bool {
+// keeps reports whether stream's entry in streams must stay for Commit to check: the
+// transaction appended to it or CheckStream made it a condition.
+func (t *Txn) keeps(stream string) bool {
+	if s := t.streams[stream]; s != nil && s.checked {
+		return true
+	}
 	for _, e := range t.events {
 		if e.Stream == stream {
 			return true

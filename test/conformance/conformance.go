@@ -53,6 +53,11 @@ type Txn interface {
 	// Append appends events to stream if its revision meets expected, else an error
 	// matching eventstore.ErrWrongExpectedVersion.
 	Append(ctx context.Context, stream string, expected eventstore.ExpectedRevision, events ...pipeline.Event) error
+	// CheckStream makes the commit conditional on stream's revision meeting expected
+	// without appending to it (eventstore's StreamAt condition): an error matching
+	// eventstore.ErrWrongExpectedVersion if it does not now, and a Commit that fails
+	// with pipeline.ErrConflict if another commit appends to stream first.
+	CheckStream(ctx context.Context, stream string, expected eventstore.ExpectedRevision) error
 	// Commit commits and returns the position (0 for a transaction with nothing to
 	// write); a conflict matches pipeline.ErrConflict.
 	Commit(ctx context.Context) (uint64, error)
@@ -110,6 +115,9 @@ func Run(t *testing.T, newEngine Factory) {
 		{"DropFamily", dropFamily},
 		{"BadInputIsTyped", badInputIsTyped},
 		{"LoggedWritesReplayToTheCommit", loggedWritesReplayToTheCommit},
+		{"StreamConditionTruthTable", streamConditionTruthTable},
+		{"StreamConditionConflicts", streamConditionConflicts},
+		{"StreamConditionsRacingAppends", streamConditionsRacingAppends},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, newEngine(t)) })

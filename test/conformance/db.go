@@ -120,6 +120,10 @@ func (t *localTxn) Append(_ context.Context, stream string, expected eventstore.
 	return t.l.es.AppendTxn(t.tx, stream, expected, events...)
 }
 
+func (t *localTxn) CheckStream(_ context.Context, stream string, expected eventstore.ExpectedRevision) error {
+	return t.l.es.Require(t.tx, eventstore.StreamAt(stream, expected))
+}
+
 func (t *localTxn) Commit(ctx context.Context) (uint64, error) {
 	return t.tx.CommitPosition(ctx)
 }

@@ -198,6 +198,7 @@ func (m *machine) actions() map[string]func(*rapid.T) {
 		"racingAppends":     m.racingAppends,
 		"parallelAppends":   m.parallelAppends,
 		"appendTxn":         m.appendTxn,
+		"appendIf":          m.appendIf,
 		"addEvents":         m.addEvents,
 		"delete":            m.deleteStream,
 		"tombstone":         m.tombstone,

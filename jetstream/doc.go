@@ -134,8 +134,10 @@
 // the stream's tail at the position (StreamTail) and its version at Commit, and
 // recognises an append already made (all event IDs at the revisions expected), with
 // the event store's own rules (package eventstore/revision, which the engine imports
-// instead of the event store: the engine stays below the layers built on pipeline). ReadStream reads a stream's events with an ordered
-// consumer. The core's conformance suite (github.com/rockline/rockline/test/conformance)
+// instead of the event store: the engine stays below the layers built on pipeline);
+// CheckStream checks a stream's revision the same way without appending to it, and
+// its version at Commit (the event store's StreamAt condition). ReadStream reads a
+// stream's events with an ordered consumer. The core's conformance suite (github.com/rockline/rockline/test/conformance)
 // runs against a Partition through these, and through the public API on a DB from
 // OpenDB with the same adapter as the local engine's run (conformance_test.go).
 //

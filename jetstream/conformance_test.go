@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/rockline/rockline/eventstore"
+	"github.com/rockline/rockline/eventstore/revision"
 	"github.com/rockline/rockline/jetstream"
 	"github.com/rockline/rockline/pipeline"
 	"github.com/rockline/rockline/test/conformance"
@@ -17,8 +18,10 @@ import (
 // through Partition.Begin's transactions.
 func TestConformance(t *testing.T) {
 	conformance.Run(t, func(t *testing.T) conformance.Engine {
-		p, _ := open(t, 3)
-		return jsEngine{p}
+		n := streamSeq.Add(1)
+		cfg := jetstream.Config{Stream: fmt.Sprintf("RL_conf_%d", n), Subject: fmt.Sprintf("rl.conf.%d", n), Replicas: 3,
+			PositionedValues: eventstore.PositionedValues()}
+		return jsEngine{openOn(t, connect(t, 0), cfg)}
 	})
 }
 
@@ -112,6 +115,9 @@ func (t jsTxn) Get(ctx context.Context, family string, key []byte) ([]byte, bool
 	return t.tx.Get(ctx, family, key)
 }
 func (t jsTxn) Put(family string, key, value []byte) error { return t.tx.Put(family, key, value) }
+func (t jsTxn) PutAtCommit(family string, key, payload []byte) error {
+	return t.tx.PutAtCommit(family, key, payload, revision.RecordName)
+}
 func (t jsTxn) Delete(family string, key []byte) error     { return t.tx.Delete(family, key) }
 func (t jsTxn) Append(ctx context.Context, stream string, expected eventstore.ExpectedRevision, events ...pipeline.Event) error {
 	return t.tx.Append(ctx, stream, expected, events...)

@@ -17,8 +17,9 @@ type txnBuffers struct {
 	reads  []uint64
 	index  map[uint64]int32  // Txn.index, empty
 	fams   []*storage.Family // Txn.readFams
-	// positioned are Txn.positioned.
+	// positioned are Txn.positioned, marks Txn.marks.
 	positioned []positionedPut
+	marks      []uint64
 }
 
 // maxPooledBytes keeps a transaction that wrote a lot from pinning its buffers in the pool.
@@ -40,6 +41,6 @@ func putBuffers(b *txnBuffers) {
 	clear(b.fams)
 	clear(b.index)
 	clear(b.positioned)
-	b.arena, b.ops, b.writes, b.reads, b.fams, b.positioned = b.arena[:0], b.ops[:0], b.writes[:0], b.reads[:0], b.fams[:0], b.positioned[:0]
+	b.arena, b.ops, b.writes, b.reads, b.fams, b.positioned, b.marks = b.arena[:0], b.ops[:0], b.writes[:0], b.reads[:0], b.fams[:0], b.positioned[:0], b.marks[:0]
 	bufferPool.Put(b)
 }

@@ -247,7 +247,7 @@ func release(claimed []*storage.Family) {
 // record builds the transaction's commit record.
 func (t *localTxn) record() *commitRecord {
 	r := newRecord(t.encodeEntry)
-	r.c.ReadPos, r.c.Reads, r.c.Writes, r.c.Ops, r.c.Batch = t.readPos, t.reads, t.writes, t.ops, t.batch
+	r.c.ReadPos, r.c.Reads, r.c.Writes, r.c.Marks, r.c.Ops, r.c.Batch = t.readPos, t.reads, t.writes, t.marks, t.ops, t.batch
 	r.c.HasRecord = len(t.events) > 0 || len(t.positioned) > 0 || len(t.ranges) > 0
 	return r
 }

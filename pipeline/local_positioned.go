@@ -34,6 +34,7 @@ func (t *localTxn) PutAtCommit(ef EngineFamily, key, payload []byte, value Posit
 	k := t.arena[start : start+len(key) : start+len(key)]
 	p := t.arena[start+len(key) : len(t.arena) : len(t.arena)]
 	t.positioned = append(t.positioned, positionedPut{family: f, key: k, payload: p, value: appendValue})
+	t.marks = append(t.marks, t.db.fp.Of(f.ID(), key))
 	return nil
 }
 

@@ -39,8 +39,12 @@ type localTxn struct {
 	streamEvents int
 	// readFams are the droppable families read with tracking (see noteRead).
 	readFams []*storage.Family
-	// positioned are the PutAtCommit writes, made at commit (see local_positioned.go).
+	// positioned are the PutAtCommit writes, made at commit (see local_positioned.go);
+	// marks their keys' fingerprints, one each: the validator records them as
+	// written, so a transaction that read one of those keys with tracking conflicts,
+	// as it does on the JetStream engine, but does not check them (validators.Commit).
 	positioned []positionedPut
+	marks      []uint64
 	// ranges are the DeleteRange deletions, written after the other writes (local_ranges.go).
 	ranges []rangeDelete
 }
@@ -82,7 +86,7 @@ func (db *localDB) begin() (*localTxn, error) {
 	}
 	b := getBuffers()
 	t.bufs = b
-	t.batch, t.arena, t.ops, t.writes, t.reads, t.index, t.readFams, t.positioned = b.batch, b.arena, b.ops, b.writes, b.reads, b.index, b.fams, b.positioned
+	t.batch, t.arena, t.ops, t.writes, t.reads, t.index, t.readFams, t.positioned, t.marks = b.batch, b.arena, b.ops, b.writes, b.reads, b.index, b.fams, b.positioned, b.marks
 	return t, nil
 }
 
@@ -258,8 +262,8 @@ func (t *localTxn) release() {
 	}
 	if t.batch != nil {
 		b := t.bufs
-		b.batch, b.arena, b.ops, b.writes, b.reads, b.index, b.fams, b.positioned = t.batch, t.arena, t.ops, t.writes, t.reads, t.index, t.readFams, t.positioned
+		b.batch, b.arena, b.ops, b.writes, b.reads, b.index, b.fams, b.positioned, b.marks = t.batch, t.arena, t.ops, t.writes, t.reads, t.index, t.readFams, t.positioned, t.marks
 		putBuffers(b)
-		t.bufs, t.batch, t.arena, t.ops, t.writes, t.reads, t.index, t.indexed, t.readFams, t.positioned = nil, nil, nil, nil, nil, nil, nil, false, nil, nil
+		t.bufs, t.batch, t.arena, t.ops, t.writes, t.reads, t.index, t.indexed, t.readFams, t.positioned, t.marks = nil, nil, nil, nil, nil, nil, nil, false, nil, nil, nil
 	}
 }

@@ -204,7 +204,10 @@ func (t *Txn) DeleteRange(cf *ColumnFamily, start, end []byte) error {
 // payload and the commit's log position. The write is part of the commit as any Put
 // is: in the same atomic batch, and in the log entry's writes (after the Puts and
 // Deletes), so Replay and Rebuild reproduce it. Unlike a Put it is not checked for
-// conflicts, and the transaction's own reads (Get, iterators) do not see it; a layer
+// conflicts (two transactions putting one key at commit both commit), but it counts
+// as a write for others: a transaction that read the key with tracking before this
+// commit was published fails with ErrConflict, on every engine. The transaction's own
+// reads (Get, iterators) do not see it; a layer
 // uses it for records whose key is owned by a write that is checked (the event store
 // writes a stream's head with Put and the head's new events with PutAtCommit). A
 // transaction with only PutAtCommit writes still gets a position. key and payload are

@@ -76,6 +76,9 @@ func (b *buckets) CommitGroup(reqs []*Request) {
 		for _, fp := range r.Commit.Writes {
 			idx = append(idx, b.index(fp))
 		}
+		for _, fp := range r.Commit.Marks {
+			idx = append(idx, b.index(fp))
+		}
 	}
 	slices.Sort(idx)
 	idx = slices.Compact(idx)

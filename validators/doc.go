@@ -29,6 +29,11 @@
 // from 64-bit fingerprint collisions (about one in 2^64 per pair of keys), never from
 // two keys sharing a lock bucket.
 //
+// A commit's fingerprints come in three sets: Reads (keys read with tracking) and
+// Writes are checked, and Writes are recorded; Marks (keys written at commit whose
+// values need the position, pipeline.Txn.PutAtCommit) are recorded but not checked,
+// so a reader of such a key conflicts while two commits marking it do not.
+//
 // # Policies
 //
 // The parallel bucket validator (the default) keeps a private pool of Buckets mutexes

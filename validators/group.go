@@ -102,6 +102,9 @@ func (c *core) validateGroup(reqs []*Request, sc *groupScratch) []*Request {
 			for _, fp := range r.Commit.Writes {
 				written[fp] = struct{}{}
 			}
+			for _, fp := range r.Commit.Marks {
+				written[fp] = struct{}{}
+			}
 		}
 		survivors = append(survivors, r)
 	}
@@ -160,6 +163,7 @@ func (c *core) assign(survivors []*Request) (groupWrite, bool) {
 	if c.table != nil { // a Writer's core keeps none
 		for i, r := range survivors {
 			c.table.record(r.Commit.Writes, first+uint64(i))
+			c.table.record(r.Commit.Marks, first+uint64(i))
 		}
 	}
 	return g, true

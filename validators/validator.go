@@ -60,6 +60,13 @@ type Commit struct {
 	// Reads are the fingerprints of keys read with tracking; Writes of keys written
 	// (one per Op, in Op order). Both are checked; only Writes are recorded.
 	Reads, Writes []uint64
+	// Marks are the fingerprints of keys the commit writes without checking them
+	// (pipeline.Txn.PutAtCommit's keys, whose values Record.Entry makes): recorded
+	// as Writes are, so a later commit that read one with tracking before this one
+	// was published conflicts with it, but never checked, so two commits marking one
+	// key do not conflict with each other. A validator that ignores Marks lets such a
+	// reader commit: an external one (Config.Validator) must record them too.
+	Marks []uint64
 	// Ops are the buffered writes, in order; Batch holds the same writes encoded.
 	Ops   []Op
 	Batch *storage.Batch

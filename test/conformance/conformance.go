@@ -49,6 +49,11 @@ type Txn interface {
 	// the read is tracked for conflicts.
 	Get(ctx context.Context, family string, key []byte) ([]byte, bool, error)
 	Put(family string, key, value []byte) error
+	// PutAtCommit puts key with a value made at commit from payload and the commit's
+	// position by the event store's positioned value (revision.AppendRecord, named
+	// revision.RecordName): not checked for conflicts, but a write to others' tracked
+	// reads (pipeline.Txn.PutAtCommit).
+	PutAtCommit(family string, key, payload []byte) error
 	Delete(family string, key []byte) error
 	// Append appends events to stream if its revision meets expected, else an error
 	// matching eventstore.ErrWrongExpectedVersion.
@@ -115,6 +120,7 @@ func Run(t *testing.T, newEngine Factory) {
 		{"DropFamily", dropFamily},
 		{"BadInputIsTyped", badInputIsTyped},
 		{"LoggedWritesReplayToTheCommit", loggedWritesReplayToTheCommit},
+		{"PositionedWriteConflictsWithTrackedRead", positionedWriteConflictsWithTrackedRead},
 		{"StreamConditionTruthTable", streamConditionTruthTable},
 		{"StreamConditionConflicts", streamConditionConflicts},
 		{"StreamConditionsRacingAppends", streamConditionsRacingAppends},

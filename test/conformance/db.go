@@ -108,6 +108,14 @@ func (t *localTxn) Put(family string, key, value []byte) error {
 	return t.tx.Put(cf, key, value)
 }
 
+func (t *localTxn) PutAtCommit(family string, key, payload []byte) error {
+	cf, err := t.l.family(family)
+	if err != nil {
+		return err
+	}
+	return t.tx.PutAtCommit(cf, key, payload, eventstore.PositionedValues()[0])
+}
+
 func (t *localTxn) Delete(family string, key []byte) error {
 	cf, err := t.l.family(family)
 	if err != nil {

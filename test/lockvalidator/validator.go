@@ -115,8 +115,10 @@ func (v *Validator) CommitGroup(reqs []*validators.Request) {
 			}
 			view.ops = append(view.ops, c.Ops...)
 		}
-		for _, fp := range c.Writes {
-			written[fp] = true
+		for _, set := range [2][]uint64{c.Writes, c.Marks} {
+			for _, fp := range set {
+				written[fp] = true
+			}
 		}
 		due = append(due, r)
 	}
@@ -126,8 +128,10 @@ func (v *Validator) CommitGroup(reqs []*validators.Request) {
 	v.w.Write(due)
 	for _, r := range due {
 		if r.Err == nil {
-			for _, fp := range r.Commit.Writes {
-				v.last[fp] = r.Pos
+			for _, set := range [2][]uint64{r.Commit.Writes, r.Commit.Marks} {
+				for _, fp := range set {
+					v.last[fp] = r.Pos
+				}
 			}
 		}
 	}

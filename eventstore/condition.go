@@ -31,6 +31,10 @@ func StreamAt(stream string, expected ExpectedRevision) Condition {
 	return Condition{stream: stream, expected: expected}
 }
 
+// Stream returns the stream the condition is on ("" for the zero Condition), so a
+// layer that routes streams (package partitioned) can tell where it must be checked.
+func (c Condition) Stream() string { return c.stream }
+
 // String describes the condition, as a *ConditionFailedError names it.
 func (c Condition) String() string {
 	return fmt.Sprintf("stream %q at %s", c.stream, c.expected)

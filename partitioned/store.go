@@ -181,6 +181,41 @@ func (s *Store) Append(ctx context.Context, stream string, expected eventstore.E
 	return AppendResult{Partition: p, AppendResult: res}, err
 }
 
+// AppendIf appends events to stream in its partition if every condition holds, as
+// eventstore.Store.AppendIf does. A condition is checked in the append's transaction,
+// so its stream must be in the same partition: one of another partition fails with a
+// *CrossPartitionError naming it, and nothing is written.
+func (s *Store) AppendIf(ctx context.Context, stream string, expected eventstore.ExpectedRevision, conds []eventstore.Condition, events ...eventstore.Event) (AppendResult, error) {
+	p, err := s.PartitionOf(stream)
+	if err != nil {
+		return AppendResult{}, err
+	}
+	if err := s.samePartition(stream, p, conds); err != nil {
+		return AppendResult{Partition: p}, err
+	}
+	res, err := s.es[p].AppendIf(ctx, stream, expected, conds, events...)
+	return AppendResult{Partition: p, AppendResult: res}, err
+}
+
+// samePartition fails with a *CrossPartitionError for the first condition on a stream
+// of another partition than p, route's. A condition with no stream (the zero
+// Condition) is left to the event store, which refuses it as malformed.
+func (s *Store) samePartition(route string, p int, conds []eventstore.Condition) error {
+	for _, c := range conds {
+		if c.Stream() == "" {
+			continue
+		}
+		q, err := s.PartitionOf(c.Stream())
+		if err != nil {
+			return err
+		}
+		if q != p {
+			return &CrossPartitionError{Stream: route, Partition: p, Other: c.Stream(), OtherPartition: q}
+		}
+	}
+	return nil
+}
+
 // ReadStream reads stream forward from revision from in its partition, as
 // eventstore.Store.ReadStream does.
 func (s *Store) ReadStream(ctx context.Context, stream string, from uint64, limit int) ([]eventstore.RecordedEvent, error) {
@@ -242,6 +277,16 @@ func (t *Tx) Append(stream string, expected eventstore.ExpectedRevision, events 
 		return &CrossPartitionError{Stream: t.route, Partition: t.partition, Other: stream, OtherPartition: q}
 	}
 	return t.s.es[q].AppendTxn(t.Txn, stream, expected, events...)
+}
+
+// Require makes the transaction conditional, as eventstore's Store.Require does; a
+// condition on a stream of another partition fails with a *CrossPartitionError, the
+// transaction left as it was.
+func (t *Tx) Require(conds ...eventstore.Condition) error {
+	if err := t.s.samePartition(t.route, t.partition, conds); err != nil {
+		return err
+	}
+	return t.s.es[t.partition].Require(t.Txn, conds...)
 }
 
 // Partition returns the transaction's partition.

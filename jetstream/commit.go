@@ -420,27 +420,73 @@ func (p *Partition) build(c *Commit) ([]*nats.Msg, []check, error) {
 }
 
 // encodeEvent frames an event's type, metadata and data in one payload:
-// uvarint(len(type)) type uvarint(len(metadata)) metadata data.
+// uvarint(len(type)) type uvarint(len(metadata)) metadata data. An event with tags
+// is framed 0x00 uvarint(len(type)) type uvarint(len(tags)) (uvarint(len(tag)) tag)...
+// uvarint(len(metadata)) metadata data: a type is never empty, so the leading zero
+// tells the two apart, and events written before tags existed decode unchanged.
 func encodeEvent(e pipeline.Event) []byte {
-	b := make([]byte, 0, 2*binary.MaxVarintLen32+len(e.Type)+len(e.Metadata)+len(e.Data))
+	n := 3*binary.MaxVarintLen32 + 1 + len(e.Type) + len(e.Metadata) + len(e.Data)
+	for _, t := range e.Tags {
+		n += binary.MaxVarintLen32 + len(t)
+	}
+	b := make([]byte, 0, n)
+	if len(e.Tags) > 0 {
+		b = append(b, 0)
+	}
 	b = binary.AppendUvarint(b, uint64(len(e.Type)))
 	b = append(b, e.Type...)
+	if len(e.Tags) > 0 {
+		b = binary.AppendUvarint(b, uint64(len(e.Tags)))
+		for _, t := range e.Tags {
+			b = binary.AppendUvarint(b, uint64(len(t)))
+			b = append(b, t...)
+		}
+	}
 	b = binary.AppendUvarint(b, uint64(len(e.Metadata)))
 	b = append(b, e.Metadata...)
 	return append(b, e.Data...)
 }
 
-func decodeEvent(b []byte) (typ string, meta, data []byte, ok bool) {
-	n, k := binary.Uvarint(b)
-	if k <= 0 || uint64(len(b)-k) < n {
-		return "", nil, nil, false
+// decodeEvent parses encodeEvent's payload; ok is false when it does not decode (a
+// field past the end, a type or tag that is empty or not UTF-8).
+func decodeEvent(b []byte) (typ string, tags []string, meta, data []byte, ok bool) {
+	field := func() ([]byte, bool) {
+		n, k := binary.Uvarint(b)
+		if k <= 0 || uint64(len(b)-k) < n {
+			return nil, false
+		}
+		f := b[k : k+int(n)]
+		b = b[k+int(n):]
+		return f, true
 	}
-	typ, b = string(b[k:k+int(n)]), b[k+int(n):]
-	n, k = binary.Uvarint(b)
-	if k <= 0 || uint64(len(b)-k) < n || !utf8.ValidString(typ) {
-		return "", nil, nil, false
+	tagged := len(b) > 0 && b[0] == 0
+	if tagged {
+		b = b[1:]
 	}
-	return typ, b[k : k+int(n)], b[k+int(n):], true
+	t, ok := field()
+	if !ok || len(t) == 0 || !utf8.Valid(t) {
+		return "", nil, nil, nil, false
+	}
+	if tagged {
+		n, k := binary.Uvarint(b)
+		if k <= 0 || n == 0 || n > uint64(len(b)-k)/2 {
+			return "", nil, nil, nil, false
+		}
+		b = b[k:]
+		tags = make([]string, n)
+		for i := range tags {
+			tag, ok := field()
+			if !ok || len(tag) == 0 || !utf8.Valid(tag) {
+				return "", nil, nil, nil, false
+			}
+			tags[i] = string(tag)
+		}
+	}
+	meta, ok = field()
+	if !ok {
+		return "", nil, nil, nil, false
+	}
+	return string(t), tags, meta, b, true
 }
 
 type pubAck struct {

@@ -84,7 +84,7 @@ func (e jsEngine) ReadStream(ctx context.Context, stream string) ([]conformance.
 	evs, err := e.p.ReadStream(ctx, stream, 0, 1<<20)
 	out := make([]conformance.Event, len(evs))
 	for i, x := range evs {
-		out[i] = conformance.Event{Stream: x.Stream, Revision: x.Revision, ID: x.ID, Type: x.Type, Data: x.Data}
+		out[i] = conformance.Event{Stream: x.Stream, Revision: x.Revision, ID: x.ID, Type: x.Type, Data: x.Data, Tags: x.Tags}
 	}
 	return out, err
 }
@@ -96,7 +96,7 @@ func (e jsEngine) Subscribe(ctx context.Context, after uint64, fn func(conforman
 		}
 		c := conformance.Entry{Position: en.Position}
 		for _, x := range en.Events {
-			c.Events = append(c.Events, conformance.Event{Stream: x.Stream, Revision: x.Revision, ID: x.ID, Type: x.Type, Data: x.Data})
+			c.Events = append(c.Events, conformance.Event{Stream: x.Stream, Revision: x.Revision, ID: x.ID, Type: x.Type, Data: x.Data, Tags: x.Tags})
 		}
 		for _, w := range en.Writes {
 			c.Writes = append(c.Writes, conformance.Write{Family: w.Family, Key: w.Key, Value: w.Value, Delete: w.Delete})

@@ -290,7 +290,7 @@ func (x *engineTxn) AddEvents(stream string, first uint64, events []pipeline.Eve
 		return ErrTxnDone
 	}
 	for i, ev := range events {
-		ev.Data, ev.Metadata = bytes.Clone(ev.Data), bytes.Clone(ev.Metadata)
+		ev.Data, ev.Metadata, ev.Tags = bytes.Clone(ev.Data), bytes.Clone(ev.Metadata), slices.Clone(ev.Tags)
 		t.events = append(t.events, Event{Stream: stream, Revision: first + uint64(i), Event: ev})
 	}
 	return nil

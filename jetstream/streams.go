@@ -134,7 +134,7 @@ func (p *Partition) readStream(ctx context.Context, stream string, from uint64, 
 
 // loggedEvent decodes an event message of stream at sequence seq.
 func loggedEvent(stream string, seq uint64, h nats.Header, data []byte) (LoggedEvent, error) {
-	typ, meta, body, ok := decodeEvent(data)
+	typ, tags, meta, body, ok := decodeEvent(data)
 	if !ok {
 		return LoggedEvent{}, fmt.Errorf("rockline/jetstream: sequence %d: %w: event does not decode", seq, pipeline.ErrCorrupt)
 	}
@@ -143,7 +143,7 @@ func loggedEvent(stream string, seq uint64, h nats.Header, data []byte) (LoggedE
 		return LoggedEvent{}, fmt.Errorf("rockline/jetstream: sequence %d: %w: revision header %q", seq, pipeline.ErrCorrupt, h.Get(hdrRev))
 	}
 	ev := LoggedEvent{Stream: stream, Revision: rev, Sequence: seq}
-	ev.Type, ev.Metadata, ev.Data = typ, meta, body
+	ev.Type, ev.Tags, ev.Metadata, ev.Data = typ, tags, meta, body
 	ev.ID = strings.TrimPrefix(h.Get(hdrMsgID), msgIDEvt)
 	return ev, nil
 }

@@ -8,12 +8,17 @@ import (
 
 // Event is one application event recorded in a commit's log entry. Type must be 1..256
 // bytes of valid UTF-8; ID (optional, at most 256 bytes) identifies the event for
-// idempotent appends; Data and Metadata are opaque, may be nil, and are copied.
+// idempotent appends; Data and Metadata are opaque, may be nil, and are copied. Tags
+// (optional, at most MaxEventTags, each 1..MaxTagLen bytes of valid UTF-8, no two
+// equal) label the event beyond its stream and type, for the event store's tag
+// queries and conditions (a course and a student: "course:7", "student:ada"); they
+// are recorded in order and copied.
 type Event struct {
 	ID       string
 	Type     string
 	Data     []byte
 	Metadata []byte
+	Tags     []string `json:",omitempty"`
 }
 
 // RecordedEvent is an event as the log holds it, the one form every reader hands out
@@ -35,6 +40,8 @@ const (
 	MaxEventTypeLen = 256
 	MaxEventIDLen   = 256
 	MaxEventDataLen = 64 << 20
+	MaxEventTags    = 32
+	MaxTagLen       = 256
 )
 
 // CheckEvents returns the *ArgumentError AddEvents would return for events, naming op
@@ -65,6 +72,29 @@ func checkEvent(op string, i int, e Event) error {
 		return &ArgumentError{Op: op, Arg: arg + ".ID", Reason: "must be valid UTF-8"}
 	case len(e.Data)+len(e.Metadata) > MaxEventDataLen:
 		return &ArgumentError{Op: op, Arg: arg + ".Data", Reason: fmt.Sprintf("data and metadata of %d bytes exceed %d", len(e.Data)+len(e.Metadata), MaxEventDataLen)}
+	case len(e.Tags) > MaxEventTags:
+		return &ArgumentError{Op: op, Arg: arg + ".Tags", Reason: fmt.Sprintf("%d tags exceed %d", len(e.Tags), MaxEventTags)}
+	}
+	return checkTags(op, arg, e.Tags)
+}
+
+// checkTags checks an event's tags (arg names the event).
+func checkTags(op, arg string, tags []string) error {
+	for j, tag := range tags {
+		targ := fmt.Sprintf("%s.Tags[%d]", arg, j)
+		switch {
+		case tag == "":
+			return &ArgumentError{Op: op, Arg: targ, Reason: "must not be empty"}
+		case len(tag) > MaxTagLen:
+			return &ArgumentError{Op: op, Arg: targ, Reason: fmt.Sprintf("%d bytes exceeds %d", len(tag), MaxTagLen)}
+		case !utf8.ValidString(tag):
+			return &ArgumentError{Op: op, Arg: targ, Reason: "must be valid UTF-8"}
+		}
+		for k := range j {
+			if tags[k] == tag {
+				return &ArgumentError{Op: op, Arg: targ, Reason: fmt.Sprintf("%q repeats tags[%d]", tag, k)}
+			}
+		}
 	}
 	return nil
 }

@@ -257,14 +257,18 @@ func (t *localTxn) record() *commitRecord {
 // PutAtCommit writes, which need the position.
 func (t *localTxn) encodeEntry(b *storage.Batch, dst []byte, pos uint64, unixNano int64) ([]byte, error) {
 	var enc logentry.Encoder
-	if t.streamEvents > 0 {
-		enc = logentry.NewStreamEncoder(dst, pos, unixNano, len(t.events), len(t.ops)+len(t.ranges)+len(t.positioned))
-	} else {
-		enc = logentry.NewEncoder(dst, pos, unixNano, false, len(t.events), len(t.ops)+len(t.ranges)+len(t.positioned))
+	nWrites := len(t.ops) + len(t.ranges) + len(t.positioned)
+	switch {
+	case t.taggedEvents > 0:
+		enc = logentry.NewTaggedEncoder(dst, pos, unixNano, t.streamEvents > 0, len(t.events), nWrites)
+	case t.streamEvents > 0:
+		enc = logentry.NewStreamEncoder(dst, pos, unixNano, len(t.events), nWrites)
+	default:
+		enc = logentry.NewEncoder(dst, pos, unixNano, false, len(t.events), nWrites)
 	}
 	for i := range t.events {
 		e := &t.events[i]
-		enc.StreamEvent(e.stream, e.rev, e.ID, e.Type, e.Data, e.Metadata)
+		enc.TaggedEvent(e.stream, e.rev, e.ID, e.Type, e.Data, e.Metadata, e.Tags)
 	}
 	for _, op := range t.ops {
 		enc.Write(op.Family.QualifiedName(), op.Key, op.Value, op.Delete)

@@ -1,5 +1,7 @@
 package pipeline
 
+import "slices"
+
 // txnEvent is an event a transaction carries, with its stream (AddStreamEvents).
 type txnEvent struct {
 	Event
@@ -16,6 +18,12 @@ func (t *localTxn) addStreamEvents(stream string, first uint64, events []Event) 
 	for i, e := range events {
 		e.Data = t.copyBytes(e.Data)
 		e.Metadata = t.copyBytes(e.Metadata)
+		if len(e.Tags) > 0 {
+			e.Tags = slices.Clone(e.Tags)
+			t.taggedEvents++
+		} else {
+			e.Tags = nil
+		}
 		te := txnEvent{Event: e}
 		if stream != "" {
 			te.stream, te.rev = stream, first+uint64(i)

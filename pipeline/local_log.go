@@ -127,7 +127,7 @@ func decodeEntry(pos uint64, raw []byte) (LogEntry, error) {
 		out.Events = make([]RecordedEvent, len(e.Events))
 		for i, ev := range e.Events {
 			out.Events[i] = RecordedEvent{Stream: ev.Stream, Revision: ev.Revision, Position: pos, Index: i, Time: out.Time,
-				Event: Event{ID: ev.ID, Type: ev.Type, Data: ev.Data, Metadata: ev.Metadata}}
+				Event: Event{ID: ev.ID, Type: ev.Type, Data: ev.Data, Metadata: ev.Metadata, Tags: ev.Tags}}
 		}
 	}
 	if len(e.Writes) > 0 {

@@ -190,7 +190,7 @@ func (db *localDB) familyOptions(name string) storage.FamilyOptions {
 func toInternal(e LogEntry) *logentry.Entry {
 	out := &logentry.Entry{Position: e.Position, Time: e.Time.UnixNano(), Filler: e.Filler}
 	for _, ev := range e.Events {
-		out.Events = append(out.Events, logentry.Event{ID: ev.ID, Type: ev.Type, Data: ev.Data, Metadata: ev.Metadata, Stream: ev.Stream, Revision: ev.Revision})
+		out.Events = append(out.Events, logentry.Event{ID: ev.ID, Type: ev.Type, Data: ev.Data, Metadata: ev.Metadata, Stream: ev.Stream, Revision: ev.Revision, Tags: ev.Tags})
 	}
 	for _, w := range e.Writes {
 		out.Writes = append(out.Writes, logentry.Write{Family: storage.QualifiedName(w.Family, w.Generation), Key: w.Key, Value: w.Value, Delete: w.Delete, Range: w.Range})

@@ -35,8 +35,9 @@ type localTxn struct {
 	index   map[uint64]int32 // write fingerprint -> latest op with it (pooled, empty)
 	indexed bool             // index is built; see ownWrite
 	events  []txnEvent
-	// streamEvents counts the events added with a stream (AddStreamEvents).
-	streamEvents int
+	// streamEvents counts the events added with a stream (AddStreamEvents);
+	// taggedEvents those with tags.
+	streamEvents, taggedEvents int
 	// readFams are the droppable families read with tracking (see noteRead).
 	readFams []*storage.Family
 	// positioned are the PutAtCommit writes, made at commit (see local_positioned.go);

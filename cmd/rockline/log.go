@@ -201,7 +201,11 @@ func printEntry(o *options, e pipeline.LogEntry) error {
 		if ev.Stream != "" {
 			stream = fmt.Sprintf("%s@%d", ev.Stream, ev.Revision)
 		}
-		fmt.Fprintf(o.out, "    event %s %s id=%q %d bytes\n", stream, ev.Type, ev.ID, len(ev.Data))
+		tags := ""
+		if len(ev.Tags) > 0 {
+			tags = fmt.Sprintf(" tags=%q", ev.Tags)
+		}
+		fmt.Fprintf(o.out, "    event %s %s id=%q%s %d bytes\n", stream, ev.Type, ev.ID, tags, len(ev.Data))
 	}
 	for _, w := range e.Writes {
 		op := "put"

@@ -33,10 +33,10 @@ func Decode(pos uint64, b []byte) (*Entry, error) {
 		return nil, corruptf(pos, "unsupported format version %d, want %d", body[0], formatVersion)
 	}
 	flags := body[1]
-	if flags&^(flagFiller|flagFamilies|flagStreams) != 0 {
-		return nil, corruptf(pos, "unknown flag bits %#02x", flags&^(flagFiller|flagFamilies|flagStreams))
+	if flags&^(flagFiller|flagFamilies|flagStreams|flagTags) != 0 {
+		return nil, corruptf(pos, "unknown flag bits %#02x", flags&^(flagFiller|flagFamilies|flagStreams|flagTags))
 	}
-	streams := flags&flagStreams != 0
+	streams, tags := flags&flagStreams != 0, flags&flagTags != 0
 	if flags&flagFiller != 0 && flags&flagFamilies != 0 {
 		return nil, corruptf(pos, "filler entry has family operations")
 	}
@@ -69,9 +69,15 @@ func Decode(pos uint64, b []byte) (*Entry, error) {
 	if streams && nEvents == 0 {
 		return nil, corruptf(pos, "stream flag set with no events")
 	}
+	if tags && nEvents == 0 {
+		return nil, corruptf(pos, "tag flag set with no events")
+	}
 	minEvent := minEventSize
 	if streams {
 		minEvent = minStreamEventSize
+	}
+	if tags {
+		minEvent++ // the tag count
 	}
 	if nEvents > uint64(d.remaining()/minEvent) {
 		return nil, corruptf(pos, "event count %d exceeds the %d bytes left", nEvents, d.remaining())
@@ -102,9 +108,17 @@ func Decode(pos uint64, b []byte) (*Entry, error) {
 				return nil, err
 			}
 		}
+		if tags {
+			if err := d.tags(pos, i, ev); err != nil {
+				return nil, err
+			}
+		}
 	}
 	if streams && !hasStreams(e.Events) {
 		return nil, corruptf(pos, "stream flag set but no event names a stream")
+	}
+	if tags && !hasTags(e.Events) {
+		return nil, corruptf(pos, "tag flag set but no event has a tag")
 	}
 
 	nWrites, ok := d.uvarint()
@@ -175,6 +189,32 @@ func (d *decoder) stream(pos uint64, i int, ev *Event) error {
 		return corruptf(pos, "event %d has revision %d but no stream", i, ev.Revision)
 	}
 	ev.Stream = string(name)
+	return nil
+}
+
+// tags decodes event i's tags, present when flagTags is set.
+func (d *decoder) tags(pos uint64, i int, ev *Event) error {
+	n, ok := d.uvarint()
+	if !ok {
+		return d.fail(pos, fmt.Sprintf("event %d tag count", i))
+	}
+	if n > uint64(d.remaining()/minTagSize) {
+		return corruptf(pos, "event %d tag count %d exceeds the %d bytes left", i, n, d.remaining())
+	}
+	if n == 0 {
+		return nil
+	}
+	ev.Tags = make([]string, n)
+	for j := range ev.Tags {
+		t, ok := d.bytes()
+		if !ok {
+			return d.fail(pos, fmt.Sprintf("event %d tag %d", i, j))
+		}
+		if len(t) == 0 {
+			return corruptf(pos, "event %d tag %d is empty", i, j)
+		}
+		ev.Tags[j] = string(t)
+	}
 	return nil
 }
 

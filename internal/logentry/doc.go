@@ -37,7 +37,8 @@
 //	1       flags      1 byte: bit 0 = filler; bit 1 = family operations
 //	                   follow the writes (never with bit 0); bit 2 = events
 //	                   carry a stream and revision (set exactly when one
-//	                   event names a stream); bits 3-7 zero
+//	                   event names a stream); bit 3 = events carry tags
+//	                   (set exactly when one event has a tag); bits 4-7 zero
 //	2       position   uvarint, must equal the position in the key
 //	        time       varint, commit time in Unix nanoseconds
 //	        nEvents    uvarint (0 for fillers)
@@ -50,6 +51,9 @@
 //	                               only when flags bit 2 is set
 //	                     revision  uvarint, 0 when stream is empty; only
 //	                               when flags bit 2 is set
+//	                     nTags     uvarint, only when flags bit 3 is set
+//	                     tags      nTags times: bytes (UTF-8 string,
+//	                               non-empty)
 //	        nWrites    uvarint (0 for fillers)
 //	        writes     nWrites times:
 //	                     kind      1 byte: 0 = put, 1 = delete (tombstone),
@@ -73,14 +77,15 @@
 // Decode checks, in order: the minimal length, the checksum, the version,
 // the flags, then every field: the position must match, counts must be
 // plausible against the bytes that remain (an event takes at least 4 bytes,
-// 6 with a stream, a write at least 4) before anything is allocated for them,
-// every length must stay within the entry, write kinds must be 0, 1 or 2 and
-// family operation kinds 0 or 1, families non-empty, fillers must have no
-// events and no writes, the stream flag needs an event
-// that names a stream and an event without a stream has revision 0, and no
-// bytes may follow the last write.
+// 6 with a stream, one more with tags; a tag 2; a write 4) before anything is
+// allocated for them, every length must stay within the entry, write kinds must
+// be 0, 1 or 2 and family operation kinds 0 or 1, families non-empty, fillers
+// must have no events and no writes, the stream flag needs an event that names
+// a stream and an event without a stream has revision 0, the tag flag needs an
+// event with a tag and tags are non-empty, and no bytes may follow the last
+// write.
 //
-// Strings (event ids, types and streams, family names) are copied out of the input;
+// Strings (event ids, types, streams and tags, family names) are copied out of the input;
 // byte slices (event data and metadata, write keys and values) alias the
 // input, so the caller must not modify the input while the entry is in use,
 // or must copy the slices it keeps.

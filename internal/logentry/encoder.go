@@ -26,6 +26,8 @@ type Encoder struct {
 	state      uint8
 	streams    bool // events carry a stream and revision (NewStreamEncoder)
 	sawStream  bool // an event named a stream
+	tags       bool // events carry tags (NewTaggedEncoder)
+	sawTag     bool // an event had a tag
 }
 
 const (
@@ -63,6 +65,7 @@ func newEncoder(dst []byte, position uint64, unixNano int64, flags byte, nEvents
 		nWrites:    nWrites,
 		state:      encoderOpen,
 		streams:    flags&flagStreams != 0,
+		tags:       flags&flagTags != 0,
 	}
 	e.buf = appendHeader(dst, position, unixNano, flags, nEvents)
 	if nEvents == 0 {
@@ -80,6 +83,22 @@ func NewStreamEncoder(dst []byte, position uint64, unixNano int64, nEvents, nWri
 		panic(fmt.Sprintf("logentry: NewStreamEncoder with %d events and %d writes (at least one event needed)", nEvents, nWrites))
 	}
 	return newEncoder(dst, position, unixNano, flagStreams, nEvents, nWrites)
+}
+
+// NewTaggedEncoder is NewEncoder for an entry whose events carry tags, and, when
+// streams is true, the stream and revision they were appended at too (as
+// NewStreamEncoder's): add them with [Encoder.TaggedEvent]. At least one event must
+// have a tag (the format's flags bit 3), and with streams at least one must name a
+// stream; Finish panics otherwise.
+func NewTaggedEncoder(dst []byte, position uint64, unixNano int64, streams bool, nEvents, nWrites int) Encoder {
+	if nEvents < 1 || nWrites < 0 {
+		panic(fmt.Sprintf("logentry: NewTaggedEncoder with %d events and %d writes (at least one event needed)", nEvents, nWrites))
+	}
+	flags := byte(flagTags)
+	if streams {
+		flags |= flagStreams
+	}
+	return newEncoder(dst, position, unixNano, flags, nEvents, nWrites)
 }
 
 func (e *Encoder) mustBeOpen(method string) {
@@ -101,7 +120,17 @@ func (e *Encoder) Event(id, typ string, data, meta []byte) {
 // panics on an Encoder from NewEncoder when stream is not empty, for a
 // revision without a stream, and if called more than nEvents times.
 func (e *Encoder) StreamEvent(stream string, rev uint64, id, typ string, data, meta []byte) {
+	e.TaggedEvent(stream, rev, id, typ, data, meta, nil)
+}
+
+// TaggedEvent appends the next event, appended to stream at revision rev (empty and 0
+// for none), with tags. It panics as StreamEvent does, for tags on an Encoder not
+// from NewTaggedEncoder, and for an empty tag.
+func (e *Encoder) TaggedEvent(stream string, rev uint64, id, typ string, data, meta []byte, tags []string) {
 	e.mustBeOpen("Event")
+	if len(tags) > 0 && !e.tags {
+		panic("logentry: Encoder.TaggedEvent with tags on an Encoder not from NewTaggedEncoder")
+	}
 	if e.eventsLeft == 0 {
 		panic("logentry: Encoder.Event called more times than the event count given to NewEncoder")
 	}
@@ -115,6 +144,10 @@ func (e *Encoder) StreamEvent(stream string, rev uint64, id, typ string, data, m
 	if e.streams {
 		e.buf = appendStream(e.buf, stream, rev)
 		e.sawStream = e.sawStream || stream != ""
+	}
+	if e.tags {
+		e.buf = appendTags(e.buf, tags)
+		e.sawTag = e.sawTag || len(tags) > 0
 	}
 	e.eventsLeft--
 	if e.eventsLeft == 0 {
@@ -163,6 +196,9 @@ func (e *Encoder) Finish() []byte {
 	}
 	if e.streams && !e.sawStream {
 		panic("logentry: Encoder.Finish on a stream Encoder whose events name no stream")
+	}
+	if e.tags && !e.sawTag {
+		panic("logentry: Encoder.Finish on a tagged Encoder whose events have no tag")
 	}
 	b := appendChecksum(e.buf, e.start)
 	e.buf = nil

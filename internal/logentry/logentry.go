@@ -15,6 +15,7 @@ const (
 	flagFiller   = 1 << 0
 	flagFamilies = 1 << 1
 	flagStreams  = 1 << 2
+	flagTags     = 1 << 3
 
 	kindPut    = 0
 	kindDelete = 1
@@ -32,6 +33,8 @@ const (
 	// minStreamEventSize with a stream name and revision too.
 	minEventSize       = 4
 	minStreamEventSize = 6
+	// minTagSize is the smallest encoding of a tag: a length and one byte.
+	minTagSize = 2
 	// minWriteSize is the smallest encoding of a write: a delete with a
 	// one-byte family and an empty key (kind, family length, family, key
 	// length).
@@ -50,12 +53,14 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // Data and Metadata are opaque. Empty and nil Data or Metadata are encoded
 // identically and decode as nil. Stream names the stream the event was
 // appended to, at Revision; an event of no stream has an empty Stream and
-// Revision 0.
+// Revision 0. Tags are the event's tags, each a non-empty UTF-8 string, in the
+// order given; an event without tags has a nil Tags.
 type Event struct {
 	ID, Type       string
 	Data, Metadata []byte
 	Stream         string
 	Revision       uint64
+	Tags           []string
 }
 
 // Write is one RocksDB write applied by a commit: a put of Value under Key in the
@@ -161,12 +166,18 @@ func bytesLen(n int) int {
 func Size(e *Entry) int {
 	n := 2 + uvarintLen(e.Position) + uvarintLen(zigzag(e.Time)) +
 		uvarintLen(uint64(len(e.Events))) + uvarintLen(uint64(len(e.Writes))) + checksumSize
-	streams := hasStreams(e.Events)
+	streams, tags := hasStreams(e.Events), hasTags(e.Events)
 	for i := range e.Events {
 		ev := &e.Events[i]
 		n += bytesLen(len(ev.ID)) + bytesLen(len(ev.Type)) + bytesLen(len(ev.Data)) + bytesLen(len(ev.Metadata))
 		if streams {
 			n += bytesLen(len(ev.Stream)) + uvarintLen(ev.Revision)
+		}
+		if tags {
+			n += uvarintLen(uint64(len(ev.Tags)))
+			for _, t := range ev.Tags {
+				n += bytesLen(len(t))
+			}
 		}
 	}
 	for i := range e.Writes {
@@ -195,8 +206,8 @@ func zigzag(x int64) uint64 {
 //
 // Append panics if e cannot be encoded as a valid entry, which is a
 // programming error: a filler with events, writes or family operations, a
-// write or family operation with an empty family, or an event with a
-// revision but no stream.
+// write or family operation with an empty family, an event with a revision
+// but no stream, or an empty tag.
 func Append(dst []byte, e *Entry) []byte {
 	if e.Filler && (len(e.Events) != 0 || len(e.Writes) != 0 || len(e.Families) != 0) {
 		panic(fmt.Sprintf("logentry: filler entry at position %d has %d events, %d writes and %d family operations", e.Position, len(e.Events), len(e.Writes), len(e.Families)))
@@ -210,9 +221,12 @@ func Append(dst []byte, e *Entry) []byte {
 	if len(e.Families) > 0 {
 		flags |= flagFamilies
 	}
-	streams := hasStreams(e.Events)
+	streams, tags := hasStreams(e.Events), hasTags(e.Events)
 	if streams {
 		flags |= flagStreams
+	}
+	if tags {
+		flags |= flagTags
 	}
 	dst = appendHeader(dst, e.Position, e.Time, flags, len(e.Events))
 	for i := range e.Events {
@@ -223,6 +237,9 @@ func Append(dst []byte, e *Entry) []byte {
 		dst = appendEvent(dst, ev.ID, ev.Type, ev.Data, ev.Metadata)
 		if streams {
 			dst = appendStream(dst, ev.Stream, ev.Revision)
+		}
+		if tags {
+			dst = appendTags(dst, ev.Tags)
 		}
 	}
 	dst = binary.AppendUvarint(dst, uint64(len(e.Writes)))
@@ -263,6 +280,29 @@ func hasStreams(events []Event) bool {
 		}
 	}
 	return false
+}
+
+// hasTags reports whether any event has a tag: the entry then carries a tag list
+// for every event (flagTags).
+func hasTags(events []Event) bool {
+	for i := range events {
+		if len(events[i].Tags) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// appendTags appends an event's tag count and tags. It panics on an empty tag.
+func appendTags(dst []byte, tags []string) []byte {
+	dst = binary.AppendUvarint(dst, uint64(len(tags)))
+	for _, t := range tags {
+		if t == "" {
+			panic("logentry: an event with an empty tag")
+		}
+		dst = appendString(dst, t)
+	}
+	return dst
 }
 
 // appendStream appends an event's stream name and revision.

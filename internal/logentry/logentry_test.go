@@ -73,6 +73,14 @@ func sampleEntries() []namedEntry {
 			{ID: "e3", Type: "paid", Stream: "order-42", Revision: 1},
 			{ID: "e4", Type: "opened", Stream: "ünïcødé/stream", Revision: math.MaxUint64},
 		}, Writes: []Write{{Family: "rockline.streams", Key: []byte("horder-42"), Value: []byte{1}}}}},
+		{"tagged events", Entry{Position: 51, Time: 12, Events: []Event{
+			{ID: "e1", Type: "enrolled", Stream: "course-7", Tags: []string{"course:7", "student:ada"}},
+			{ID: "e2", Type: "noted"}, // no stream, no tags, in the same commit
+			{ID: "e3", Type: "audited", Tags: []string{"ünïcødé:tag"}},
+		}}},
+		{"tags without streams", Entry{Position: 52, Time: 13, Events: []Event{
+			{ID: "e1", Type: "t", Tags: []string{"a"}},
+		}}},
 	}
 }
 
@@ -87,7 +95,11 @@ func normalize(e *Entry) *Entry {
 	}
 	out := &Entry{Position: e.Position, Time: e.Time, Filler: e.Filler}
 	for _, ev := range e.Events {
-		out.Events = append(out.Events, Event{ID: ev.ID, Type: ev.Type, Data: nilIfEmpty(ev.Data), Metadata: nilIfEmpty(ev.Metadata), Stream: ev.Stream, Revision: ev.Revision})
+		var tags []string
+		if len(ev.Tags) > 0 {
+			tags = ev.Tags
+		}
+		out.Events = append(out.Events, Event{ID: ev.ID, Type: ev.Type, Data: nilIfEmpty(ev.Data), Metadata: nilIfEmpty(ev.Metadata), Stream: ev.Stream, Revision: ev.Revision, Tags: tags})
 	}
 	for _, w := range e.Writes {
 		nw := Write{Family: w.Family, Key: nilIfEmpty(w.Key), Delete: w.Delete, Range: w.Range}
@@ -108,13 +120,18 @@ func encodeWithEncoder(dst []byte, e *Entry) []byte {
 		return Append(dst, e)
 	}
 	var enc Encoder
-	if hasStreams(e.Events) {
+	switch {
+	case hasTags(e.Events):
+		enc = NewTaggedEncoder(dst, e.Position, e.Time, hasStreams(e.Events), len(e.Events), len(e.Writes))
+	case hasStreams(e.Events):
 		enc = NewStreamEncoder(dst, e.Position, e.Time, len(e.Events), len(e.Writes))
-	} else {
+	default:
 		enc = NewEncoder(dst, e.Position, e.Time, e.Filler, len(e.Events), len(e.Writes))
 	}
 	for _, ev := range e.Events {
-		if ev.Stream != "" {
+		if len(ev.Tags) > 0 {
+			enc.TaggedEvent(ev.Stream, ev.Revision, ev.ID, ev.Type, ev.Data, ev.Metadata, ev.Tags)
+		} else if ev.Stream != "" {
 			enc.StreamEvent(ev.Stream, ev.Revision, ev.ID, ev.Type, ev.Data, ev.Metadata)
 		} else {
 			enc.Event(ev.ID, ev.Type, ev.Data, ev.Metadata)
@@ -334,7 +351,13 @@ func TestCorruptCases(t *testing.T) {
 		{"bad version 0", pos, with(0, 0), "version 0"},
 		{"bad version 2", pos, with(0, 2), "version 2"},
 		{"bad version 255", pos, with(0, 255), "version 255"},
-		{"unknown flag", pos, with(1, 8), "flag"},
+		{"unknown flag", pos, with(1, 16), "flag"},
+		{"tag flag without events", 5, seal(body(v, byte(8), 5, 0, 0, 0)), "tag flag set with no events"},
+		{"tag flag, no event has a tag", 5, seal(body(v, byte(8), 5, 0, 1, "", "t", "", "", 0, 0)), "no event has a tag"},
+		{"empty tag", 5, seal(body(v, byte(8), 5, 0, 1, "", "t", "", "", 1, "", 0)), "event 0 tag 0 is empty"},
+		{"tag count too large", 5, seal(body(v, byte(8), 5, 0, 1, "", "t", "", "", 9, "a", 0)), "event 0 tag count 9 exceeds"},
+		{"tag truncated", 5, seal(body(v, byte(8), 5, 0, 1, "", "t", "", "", 2, "a", 5, byte('b'))), "event 0 tag 1"},
+		{"stream and tags, tag count missing", 5, seal(body(v, byte(12), 5, 0, 1, "", "t", "", "", "s", 0)), "event 0 tag count"},
 		{"stream flag without events", 5, seal(body(v, byte(4), 5, 0, 0, 0)), "stream flag set with no events"},
 		{"stream flag, no event names a stream", 5, seal(body(v, byte(4), 5, 0, 1, "", "t", "", "", "", 0, 0)), "no event names a stream"},
 		{"revision without a stream", 5, seal(body(v, byte(4), 5, 0, 2, "", "t", "", "", "s", 0, "", "t", "", "", "", 3, 0)), "revision 3 but no stream"},
@@ -531,6 +554,19 @@ func TestMisusePanics(t *testing.T) {
 		{"empty family", func() {
 			e := NewEncoder(nil, 1, 0, false, 0, 1)
 			e.Write("", nil, nil, false)
+		}},
+		{"tags on an untagged Encoder", func() {
+			e := NewStreamEncoder(nil, 1, 0, 1, 0)
+			e.TaggedEvent("s", 0, "a", "b", nil, nil, []string{"t"})
+		}},
+		{"empty tag", func() {
+			e := NewTaggedEncoder(nil, 1, 0, false, 1, 0)
+			e.TaggedEvent("", 0, "a", "b", nil, nil, []string{""})
+		}},
+		{"tagged Encoder without a tag", func() {
+			e := NewTaggedEncoder(nil, 1, 0, false, 1, 0)
+			e.Event("a", "b", nil, nil)
+			e.Finish()
 		}},
 		{"missing event", func() {
 			e := NewEncoder(nil, 1, 0, false, 2, 0)

@@ -78,6 +78,7 @@ type Event struct {
 	Revision uint64
 	ID, Type string
 	Data     []byte
+	Tags     []string
 }
 
 // Entry is one commit as a subscription delivers it.
@@ -121,6 +122,7 @@ func Run(t *testing.T, newEngine Factory) {
 		{"BadInputIsTyped", badInputIsTyped},
 		{"LoggedWritesReplayToTheCommit", loggedWritesReplayToTheCommit},
 		{"PositionedWriteConflictsWithTrackedRead", positionedWriteConflictsWithTrackedRead},
+		{"TagsRoundTrip", tagsRoundTrip},
 		{"StreamConditionTruthTable", streamConditionTruthTable},
 		{"StreamConditionConflicts", streamConditionConflicts},
 		{"StreamConditionsRacingAppends", streamConditionsRacingAppends},

@@ -55,7 +55,7 @@ func (l *local) ReadStream(ctx context.Context, stream string) ([]Event, error) 
 	evs, err := l.es.ReadStream(ctx, stream, 0, 1<<20)
 	out := make([]Event, len(evs))
 	for i, e := range evs {
-		out[i] = Event{Stream: e.Stream, Revision: e.Revision, ID: e.ID, Type: e.Type, Data: e.Data}
+		out[i] = Event{Stream: e.Stream, Revision: e.Revision, ID: e.ID, Type: e.Type, Data: e.Data, Tags: e.Tags}
 	}
 	return out, err
 }
@@ -67,7 +67,7 @@ func (l *local) Subscribe(ctx context.Context, after uint64, fn func(Entry) erro
 		}
 		en := Entry{Position: e.Position}
 		for _, x := range e.Events {
-			en.Events = append(en.Events, Event{Stream: x.Stream, Revision: x.Revision, ID: x.ID, Type: x.Type, Data: x.Data})
+			en.Events = append(en.Events, Event{Stream: x.Stream, Revision: x.Revision, ID: x.ID, Type: x.Type, Data: x.Data, Tags: x.Tags})
 		}
 		for _, w := range e.Writes {
 			en.Writes = append(en.Writes, Write{Family: w.Family, Key: w.Key, Value: w.Value, Delete: w.Delete})

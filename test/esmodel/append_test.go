@@ -25,7 +25,8 @@ func (m *machine) drawEvents(t *rapid.T, label string) []eventSpec {
 	evs := make([]eventSpec, n)
 	for i := range evs {
 		m.ids++
-		evs[i] = eventSpec{id: fmt.Sprintf("e%d", m.ids), typ: rapid.SampledFrom(eventTypes).Draw(t, label+" type")}
+		evs[i] = eventSpec{id: fmt.Sprintf("e%d", m.ids), typ: rapid.SampledFrom(eventTypes).Draw(t, label+" type"),
+			tags: rapid.SampledFrom(tagSets).Draw(t, label+" tags")}
 	}
 	return evs
 }
@@ -82,6 +83,9 @@ func (m *machine) checkEntry(t *rapid.T, what, s string, pos uint64, idx int, re
 		got := e.Events[idx+i]
 		if got.ID != ev.id || got.Stream != s || got.Revision != rev+uint64(i) || got.Index != idx+i {
 			fatalf(t, "%s: entry %d event %d is %s of %s@%d (index %d), want %s of %s@%d", what, pos, idx+i, got.ID, got.Stream, got.Revision, got.Index, ev.id, s, rev+uint64(i))
+		}
+		if !slices.Equal(got.Tags, ev.tagList()) {
+			fatalf(t, "%s: entry %d event %d (%s) has tags %q, want %q", what, pos, idx+i, got.ID, got.Tags, ev.tagList())
 		}
 	}
 }

@@ -15,14 +15,26 @@ import (
 var (
 	streamNames = []string{"s0", "s1", "t0"}
 	eventTypes  = []string{"a.1", "a.2", "b.1"}
+	// tagSets are the drawn events' tags: none, one, or two in either order.
+	tagSets = []string{"", "", "course:1", "student:a", "course:1,student:a", "student:a,course:2"}
 )
 
 // eventSpec is an event a call appends: its ID (unique unless retried) and type; its
 // data is its ID.
-type eventSpec struct{ id, typ string }
+// eventSpec is an event the model knows: its ID, type and tags (comma-separated,
+// "" for none; a string keeps the spec comparable).
+type eventSpec struct{ id, typ, tags string }
 
 func (e eventSpec) api() eventstore.Event {
-	return eventstore.Event{ID: e.id, Type: e.typ, Data: []byte(e.id)}
+	return eventstore.Event{ID: e.id, Type: e.typ, Data: []byte(e.id), Tags: e.tagList()}
+}
+
+// tagList returns the spec's tags as the API takes them (nil for none).
+func (e eventSpec) tagList() []string {
+	if e.tags == "" {
+		return nil
+	}
+	return strings.Split(e.tags, ",")
 }
 
 func apiEvents(evs []eventSpec) []eventstore.Event {

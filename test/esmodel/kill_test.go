@@ -55,7 +55,7 @@ type op struct {
 	Exp    expectation `json:"-"`
 	ExpJS  [2]uint64   `json:"exp"`
 	Events []eventSpec `json:"-"`
-	EvJS   [][2]string `json:"events,omitempty"`
+	EvJS   [][3]string `json:"events,omitempty"`
 	MD     eventstore.StreamMetadata
 }
 
@@ -63,7 +63,7 @@ func (o *op) encode() {
 	o.ExpJS = [2]uint64{uint64(o.Exp.kind), o.Exp.rev}
 	o.EvJS = nil
 	for _, e := range o.Events {
-		o.EvJS = append(o.EvJS, [2]string{e.id, e.typ})
+		o.EvJS = append(o.EvJS, [3]string{e.id, e.typ, e.tags})
 	}
 }
 
@@ -71,7 +71,7 @@ func (o *op) decode() {
 	o.Exp = expectation{kind: int(o.ExpJS[0]), rev: o.ExpJS[1]}
 	o.Events = nil
 	for _, e := range o.EvJS {
-		o.Events = append(o.Events, eventSpec{id: e[0], typ: e[1]})
+		o.Events = append(o.Events, eventSpec{id: e[0], typ: e[1], tags: e[2]})
 	}
 }
 

@@ -80,7 +80,8 @@ func (s *Store) append(ctx context.Context, op, stream string, expected Expected
 // bytes of UTF-8 without NUL; at least one event is required. A soft-deleted stream
 // (DeleteStream) reads as no stream, and an append recreates it with revisions
 // continuing after the deleted ones; a tombstoned stream refuses every append with a
-// *StreamDeletedError. On any error tx is left as it was.
+// *StreamDeletedError. Events with tags write their tags' markers too (see
+// NoneMatching). On any error tx is left as it was.
 func (s *Store) AppendTxn(tx *pipeline.Txn, stream string, expected ExpectedRevision, events ...Event) error {
 	_, _, err := s.appendTxn("Store.AppendTxn", tx, stream, expected, nil, events)
 	return err
@@ -134,6 +135,9 @@ func (s *Store) appendTxn(op string, tx *pipeline.Txn, stream string, expected E
 	idx := tx.EventCount()
 	if err := tx.AddStreamEvents(stream, first, events...); err != nil {
 		return AppendResult{}, false, err // only a done transaction fails here, before Put could succeed
+	}
+	if err := s.markTags(tx, events); err != nil {
+		return AppendResult{}, false, err
 	}
 	var payload [binary.MaxVarintLen64 + pipeline.MaxEventIDLen]byte
 	for i, e := range events {

@@ -12,7 +12,8 @@ import (
 // Condition is something an append requires of the store besides its own stream's
 // expected revision, checked in the same transaction: it holds as the transaction
 // reads the store, and the commit fails (and is retried, or reported) if it stops
-// holding before the commit. Make one with StreamAt; the zero Condition is invalid.
+// holding before the commit. Make one with StreamAt or NoneMatching; the zero
+// Condition is invalid.
 //
 // A condition widens an append's consistency boundary beyond the stream it writes:
 // "append Enrolled to student-7, if course-3 is still at revision 12 and
@@ -21,6 +22,8 @@ import (
 type Condition struct {
 	stream   string
 	expected ExpectedRevision
+	query    *Query // NoneMatching's query, nil for StreamAt
+	after    uint64 // NoneMatching's position
 }
 
 // StreamAt is the condition that stream's state meets expected (Any, NoStream,
@@ -31,12 +34,24 @@ func StreamAt(stream string, expected ExpectedRevision) Condition {
 	return Condition{stream: stream, expected: expected}
 }
 
-// Stream returns the stream the condition is on ("" for the zero Condition), so a
-// layer that routes streams (package partitioned) can tell where it must be checked.
+// Stream returns the stream a StreamAt condition is on ("" for another or the zero
+// Condition), so a layer that routes streams (package partitioned) can tell where it
+// must be checked.
 func (c Condition) Stream() string { return c.stream }
+
+// Query returns a NoneMatching condition's query and position, and whether c is one.
+func (c Condition) Query() (q Query, after uint64, ok bool) {
+	if c.query == nil {
+		return Query{}, 0, false
+	}
+	return *c.query, c.after, true
+}
 
 // String describes the condition, as a *ConditionFailedError names it.
 func (c Condition) String() string {
+	if c.query != nil {
+		return fmt.Sprintf("no event matching %s after position %d", *c.query, c.after)
+	}
 	return fmt.Sprintf("stream %q at %s", c.stream, c.expected)
 }
 
@@ -44,9 +59,10 @@ func (c Condition) String() string {
 var ErrConditionFailed = errors.New("rockline: append condition failed")
 
 // ConditionFailedError reports the first condition of an append that did not hold:
-// its index among the conditions given, the condition, and why (Err: a
+// its index among the conditions given, the condition, and why (Err: for StreamAt a
 // *WrongExpectedVersionError carrying the stream's actual state, or a
-// *StreamDeletedError). The append wrote nothing. errors.Is matches
+// *StreamDeletedError; for NoneMatching a *QueryMatchedError naming an event that
+// matched). The append wrote nothing. errors.Is matches
 // ErrConditionFailed, and through Err, ErrWrongExpectedVersion or ErrStreamDeleted;
 // errors.As to *ConditionFailedError tells a condition's failure from the append's
 // own stream's.
@@ -76,8 +92,14 @@ func (e *ConditionFailedError) Unwrap() error { return e.Err }
 func checkConditions(op string, conds []Condition) error {
 	for i, c := range conds {
 		arg := fmt.Sprintf("conditions[%d]", i)
+		if c.query != nil {
+			if err := c.query.check(op, arg+".query"); err != nil {
+				return err
+			}
+			continue
+		}
 		if !c.expected.Valid() {
-			return &pipeline.ArgumentError{Op: op, Arg: arg, Reason: "is not a condition: make one with StreamAt, with Any, NoStream, StreamExists or Revision(n)"}
+			return &pipeline.ArgumentError{Op: op, Arg: arg, Reason: "is not a condition: make one with StreamAt (with Any, NoStream, StreamExists or Revision(n)) or NoneMatching"}
 		}
 		if err := checkStream(op, c.stream); err != nil {
 			var ae *pipeline.ArgumentError
@@ -90,9 +112,10 @@ func checkConditions(op string, conds []Condition) error {
 	return nil
 }
 
-// Require checks conds within tx: each stream's head is read with tracking, so a
-// commit that changes one before tx commits makes tx fail with pipeline.ErrConflict
-// (Update and AppendIf retry, and the retry reports the condition). It returns the
+// Require checks conds within tx: each stream's head, and each query's tag marker,
+// is read with tracking, so a commit that changes one before tx commits makes tx
+// fail with pipeline.ErrConflict (Update and AppendIf retry, and the retry reports
+// the condition). It returns the
 // first condition that does not hold as a *ConditionFailedError, an
 // *pipeline.ArgumentError for a malformed one (nothing read), or tx's read errors.
 // Conditions are read as tx sees the store, its own appends included. Use it in a
@@ -111,6 +134,16 @@ func (s *Store) Require(tx *pipeline.Txn, conds ...Condition) error {
 
 func (s *Store) require(tx *pipeline.Txn, conds []Condition) error {
 	for i, c := range conds {
+		if c.query != nil {
+			if err := s.requireNone(tx, c.query, c.after); err != nil {
+				var matched *QueryMatchedError
+				if errors.As(err, &matched) {
+					return &ConditionFailedError{Index: i, Condition: c, Err: err}
+				}
+				return err
+			}
+			continue
+		}
 		if c.expected == Any {
 			continue // holds for every stream: nothing to read, nothing to conflict on
 		}

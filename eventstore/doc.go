@@ -19,6 +19,20 @@
 // consistency boundary past one stream (a decision taken on a course and a student,
 // recorded in the course's stream) on both engines, the local one and JetStream's.
 //
+// Events may carry tags (pipeline.Event.Tags), and a condition may be a query over
+// them: NoneMatching(q, after) holds while no event matching q (all of an item's
+// tags, one of its types when it names types) was appended after position after,
+// the position ReadQuery returned with the events a decision read. Every append of
+// an event with a tag also writes the tag's marker, a key holding the position of
+// the last such commit, with PutAtCommit (unchecked, so appends sharing a tag never
+// conflict with each other); the condition reads the lowest of its item's markers
+// with tracking, so an append of a matching event that lands first makes it
+// conflict, and scans the log between the allowed position and that marker for a
+// match only when the marker moved past it. That is the dynamic consistency
+// boundary of Axon Framework 5 and EventSourcingDB, kept in the same commit as the
+// append's own expected revision. A query item must name a tag; events added with
+// pipeline.Txn.AddEvents write no marker and are not seen by conditions.
+//
 // The events themselves live in the commit's log entry, once: the store keeps per
 // stream a head and one small record per event naming the log position and the index
 // in the entry, written with the commit through pipeline.Txn.PutAtCommit. So a

@@ -27,6 +27,8 @@ const MaxStreamNameLen = 1024
 //	'r' stream 0x00 BE64(rev)  -> uvarint(position) uvarint(index in entry) event id
 //	'p' projection name        -> uvarint(last log position applied)
 //	's' stream                 -> empty: the stream has a state (Reclaim's index)
+//	't' tag                    -> uvarint(position of the last commit that appended
+//	                              an event with the tag): the tag's marker
 //
 // A head is read with tracking and written with Txn.Put, so two appends that expect
 // the same revision conflict and exactly one wins. An event record names its commit's
@@ -88,13 +90,18 @@ func eventKey(stream string, rev uint64) []byte {
 // revision.RecordName): an engine that stores it by name finds it by that name.
 var eventCodec = pipeline.NewPositionedValue(revision.RecordName, revision.AppendRecord)
 
+// markCodec is the positioned value of a tag marker (revision.AppendMark under
+// revision.MarkName).
+var markCodec = pipeline.NewPositionedValue(revision.MarkName, revision.AppendMark)
+
 // PositionedValues returns the positioned values the store writes with
-// pipeline.Txn.PutAtCommit: one, named revision.RecordName ("rockline.event"). An
+// pipeline.Txn.PutAtCommit: the event record, named revision.RecordName
+// ("rockline.event"), and the tag marker, revision.MarkName ("rockline.mark"). An
 // engine that stores a positioned write's codec by name and makes its value on every
-// read registers them (the JetStream engine registers this one itself). The store
-// writes nothing else positioned.
+// read registers them (the JetStream engine's OpenDB registers these itself). The
+// store writes nothing else positioned.
 func PositionedValues() []pipeline.PositionedValue {
-	return []pipeline.PositionedValue{eventCodec}
+	return []pipeline.PositionedValue{eventCodec, markCodec}
 }
 
 func parseEventValue(v []byte) (pos uint64, idx int, id string, err error) {

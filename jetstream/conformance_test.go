@@ -125,5 +125,10 @@ func (t jsTxn) Append(ctx context.Context, stream string, expected eventstore.Ex
 func (t jsTxn) CheckStream(ctx context.Context, stream string, expected eventstore.ExpectedRevision) error {
 	return t.tx.CheckStream(ctx, stream, expected)
 }
+// RequireNoneMatching is refused: a Partition's own streams keep no tag markers
+// (the event store over OpenDB does, and TestConformanceThroughPipeline checks it).
+func (t jsTxn) RequireNoneMatching(context.Context, eventstore.Query, uint64) error {
+	return fmt.Errorf("rockline/jetstream: a Partition's Txn has no tag conditions (use the event store over OpenDB): %w", errors.ErrUnsupported)
+}
 func (t jsTxn) Commit(ctx context.Context) (uint64, error) { return t.tx.Commit(ctx) }
 func (t jsTxn) Discard()                                   { t.tx.Discard() }

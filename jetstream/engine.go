@@ -56,20 +56,26 @@ var _ pipeline.Engine = (*Engine)(nil)
 // NewEngine returns the engine over p; closing it closes p.
 func NewEngine(p *Partition) *Engine { return &Engine{p: p} }
 
-// eventStoreCodec is the event store's positioned value (revision.AppendRecord under
-// revision.RecordName, "rockline.event": eventstore.PositionedValues), which OpenDB
-// adds to Config.PositionedValues.
-var eventStoreCodec = pipeline.NewPositionedValue(revision.RecordName, revision.AppendRecord)
+// eventStoreCodecs are the event store's positioned values (eventstore.PositionedValues:
+// revision.AppendRecord under revision.RecordName, "rockline.event", and
+// revision.AppendMark under revision.MarkName, "rockline.mark"), which OpenDB adds to
+// Config.PositionedValues.
+var eventStoreCodecs = []PositionedValue{
+	pipeline.NewPositionedValue(revision.RecordName, revision.AppendRecord),
+	pipeline.NewPositionedValue(revision.MarkName, revision.AppendMark),
+}
 
 // OpenDB opens the partition cfg describes on nc and returns a *pipeline.DB on it,
-// with the event store's codec added to cfg.PositionedValues unless one of its name
+// with the event store's codecs added to cfg.PositionedValues unless one of the name
 // is there (so eventstore.New works on the DB; a partition opened with Open and
 // NewEngine instead configures eventstore.PositionedValues() for that). dbcfg is
 // passed to pipeline.OpenEngine. Closing the DB closes the partition, not nc.
 func OpenDB(ctx context.Context, nc *nats.Conn, cfg Config, dbcfg pipeline.Config) (*pipeline.DB, error) {
 	pv := slices.Clone(cfg.PositionedValues)
-	if !slices.ContainsFunc(pv, func(c PositionedValue) bool { return c != nil && c.Name() == revision.RecordName }) {
-		pv = append(pv, eventStoreCodec)
+	for _, codec := range eventStoreCodecs {
+		if !slices.ContainsFunc(pv, func(c PositionedValue) bool { return c != nil && c.Name() == codec.Name() }) {
+			pv = append(pv, codec)
+		}
 	}
 	cfg.PositionedValues = pv
 	p, err := Open(ctx, nc, cfg)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/rockline/rockline/eventstore"
 	"github.com/rockline/rockline/partitioned"
+	"github.com/rockline/rockline/pipeline"
 )
 
 // TestConditionsStayInOnePartition: AppendIf and Tx.Require check conditions on
@@ -40,7 +41,14 @@ func TestConditionsStayInOnePartition(t *testing.T) {
 	if !errors.As(err, &cpe) || cpe.Other != "payment-1" {
 		t.Errorf("Tx.Require across partitions: %v, want a *CrossPartitionError naming payment-1", err)
 	}
-	for stream, want := range map[string]int{"order-2": 1, "order-3": 0, "order-4": 0, "order-5": 0} {
+	// A query condition would see one partition's events: refused with two.
+	q := eventstore.Query{Items: []eventstore.QueryItem{{Tags: []string{"customer:1"}}}}
+	_, err = s.AppendIf(ctx, "order-6", eventstore.NoStream, []eventstore.Condition{eventstore.StreamAt("order-1", eventstore.Any), eventstore.NoneMatching(q, 0)}, eventstore.Event{Type: "placed"})
+	var ae *pipeline.ArgumentError
+	if !errors.As(err, &ae) || ae.Arg != "conditions[1]" {
+		t.Errorf("a query condition over two partitions: %v, want an *ArgumentError naming conditions[1]", err)
+	}
+	for stream, want := range map[string]int{"order-2": 1, "order-3": 0, "order-4": 0, "order-5": 0, "order-6": 0} {
 		evs, err := s.ReadStream(ctx, stream, 0, 10)
 		if err != nil {
 			t.Fatal(err)

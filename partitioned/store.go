@@ -184,7 +184,9 @@ func (s *Store) Append(ctx context.Context, stream string, expected eventstore.E
 // AppendIf appends events to stream in its partition if every condition holds, as
 // eventstore.Store.AppendIf does. A condition is checked in the append's transaction,
 // so its stream must be in the same partition: one of another partition fails with a
-// *CrossPartitionError naming it, and nothing is written.
+// *CrossPartitionError naming it, and nothing is written. A NoneMatching condition
+// would see only its partition's events, so with more than one partition it is
+// refused with an *pipeline.ArgumentError naming it.
 func (s *Store) AppendIf(ctx context.Context, stream string, expected eventstore.ExpectedRevision, conds []eventstore.Condition, events ...eventstore.Event) (AppendResult, error) {
 	p, err := s.PartitionOf(stream)
 	if err != nil {
@@ -198,10 +200,15 @@ func (s *Store) AppendIf(ctx context.Context, stream string, expected eventstore
 }
 
 // samePartition fails with a *CrossPartitionError for the first condition on a stream
-// of another partition than p, route's. A condition with no stream (the zero
-// Condition) is left to the event store, which refuses it as malformed.
+// of another partition than p, route's, and with an *pipeline.ArgumentError for a
+// query condition when there are several partitions. A condition with no stream (the
+// zero Condition) is left to the event store, which refuses it as malformed.
 func (s *Store) samePartition(route string, p int, conds []eventstore.Condition) error {
-	for _, c := range conds {
+	for i, c := range conds {
+		if _, _, ok := c.Query(); ok && len(s.dbs) > 1 {
+			return &pipeline.ArgumentError{Op: "partitioned.AppendIf", Arg: fmt.Sprintf("conditions[%d]", i),
+				Reason: "a NoneMatching condition sees one partition's events only: with several partitions it cannot hold for the store"}
+		}
 		if c.Stream() == "" {
 			continue
 		}

@@ -40,3 +40,24 @@ func ParseRecord(v []byte) (pos uint64, idx int, id string, ok bool) {
 	}
 	return pos, int(i), string(v[n+m:]), true
 }
+
+// MarkName is the name of the event store's tag marker value: a key per tag whose
+// value is the position of the last commit that appended an event with the tag,
+// written with pipeline.Txn.PutAtCommit by every such append. Stable, never another
+// encoding; an engine that stores positioned writes by name registers AppendMark
+// under it, as it registers AppendRecord under RecordName.
+const MarkName = "rockline.mark"
+
+// AppendMark appends the marker value for commit position pos: uvarint(pos). The
+// payload is empty and ignored. It depends only on its arguments.
+func AppendMark(dst []byte, pos uint64, _ []byte) []byte {
+	return binary.AppendUvarint(dst, pos)
+}
+
+// ParseMark parses a value made by AppendMark; ok is false when it does not decode
+// (empty, trailing bytes, or a varint not in its minimal form: a marker has one
+// encoding).
+func ParseMark(v []byte) (pos uint64, ok bool) {
+	pos, n := binary.Uvarint(v)
+	return pos, n > 0 && n == len(v) && (n == 1 || v[n-1] != 0)
+}

@@ -63,6 +63,12 @@ type Txn interface {
 	// eventstore.ErrWrongExpectedVersion if it does not now, and a Commit that fails
 	// with pipeline.ErrConflict if another commit appends to stream first.
 	CheckStream(ctx context.Context, stream string, expected eventstore.ExpectedRevision) error
+	// RequireNoneMatching makes the commit conditional on no event matching q having
+	// been appended after position after (eventstore's NoneMatching condition): an
+	// error matching eventstore.ErrConditionFailed if one has, and a Commit that
+	// fails with pipeline.ErrConflict if another commit appends one first. An engine
+	// that cannot check it refuses with an error matching errors.ErrUnsupported.
+	RequireNoneMatching(ctx context.Context, q eventstore.Query, after uint64) error
 	// Commit commits and returns the position (0 for a transaction with nothing to
 	// write); a conflict matches pipeline.ErrConflict.
 	Commit(ctx context.Context) (uint64, error)
@@ -126,6 +132,7 @@ func Run(t *testing.T, newEngine Factory) {
 		{"StreamConditionTruthTable", streamConditionTruthTable},
 		{"StreamConditionConflicts", streamConditionConflicts},
 		{"StreamConditionsRacingAppends", streamConditionsRacingAppends},
+		{"QueryConditionsRacingAppends", queryConditionsRacingAppends},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, newEngine(t)) })

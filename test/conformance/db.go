@@ -132,6 +132,10 @@ func (t *localTxn) CheckStream(_ context.Context, stream string, expected events
 	return t.l.es.Require(t.tx, eventstore.StreamAt(stream, expected))
 }
 
+func (t *localTxn) RequireNoneMatching(_ context.Context, q eventstore.Query, after uint64) error {
+	return t.l.es.Require(t.tx, eventstore.NoneMatching(q, after))
+}
+
 func (t *localTxn) Commit(ctx context.Context) (uint64, error) {
 	return t.tx.CommitPosition(ctx)
 }

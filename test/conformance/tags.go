@@ -2,6 +2,8 @@ package conformance
 
 import (
 	"errors"
+	"fmt"
+	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -70,4 +72,131 @@ func tagsRoundTrip(t *testing.T, e Engine) {
 	if got, err := e.ReadStream(ctx, "bad-tags"); err != nil || len(got) != 0 {
 		t.Errorf("bad tags left %d events (%v)", len(got), err)
 	}
+}
+
+// queryConditionsRacingAppends: writers append events tagged "hot" to streams of
+// their own while others commit appends conditional on no "hot" event after the last
+// one they know of. Every conditional commit that succeeded must have no "hot" append
+// acknowledged between its allowed position and its own: a missed conflict shows as
+// one there.
+func queryConditionsRacingAppends(t *testing.T, e Engine) {
+	ctx := ctxFor(t)
+	hot := eventstore.Query{Items: []eventstore.QueryItem{{Tags: []string{"hot"}}}}
+	probe, err := e.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = probe.RequireNoneMatching(ctx, hot, 0)
+	probe.Discard()
+	if errors.Is(err, errors.ErrUnsupported) {
+		t.Logf("the engine refuses query conditions: %v", err)
+		return
+	}
+	if err != nil {
+		t.Fatalf("a query condition on an empty partition: %v", err)
+	}
+	const appenders, appends, conditioners = 2, 15, 2
+	var mu sync.Mutex
+	var hotPos []uint64
+	var known uint64 // the last hot append acknowledged
+	type won struct{ pos, after uint64 }
+	var wins []won
+	var conflicts, refused int
+	attempted := make(chan struct{}, 1) // paces the appenders, as in the stream race
+	stop := make(chan struct{})
+	var cw, aw sync.WaitGroup
+	for c := range conditioners {
+		cw.Go(func() {
+			stream := fmt.Sprintf("decided-%d", c)
+			for i := 0; ; i++ {
+				stopped := false
+				select {
+				case <-stop:
+					stopped = true
+				default:
+				}
+				mu.Lock()
+				after := known
+				mu.Unlock()
+				tx, err := e.Begin(ctx)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				err = tx.RequireNoneMatching(ctx, hot, after)
+				if err == nil {
+					err = tx.Append(ctx, stream, eventstore.Any, ev(fmt.Sprintf("%s-%d", stream, i), "decided"))
+				}
+				if err != nil {
+					tx.Discard()
+					if errors.Is(err, eventstore.ErrConditionFailed) {
+						mu.Lock()
+						refused++
+						mu.Unlock()
+						continue // a hot append landed after the one known
+					}
+					t.Errorf("conditioner %d: %v", c, err)
+					return
+				}
+				pos, err := tx.Commit(ctx)
+				select {
+				case attempted <- struct{}{}:
+				default:
+				}
+				if errors.Is(err, pipeline.ErrConflict) {
+					mu.Lock()
+					conflicts++
+					mu.Unlock()
+					continue
+				}
+				if err != nil {
+					t.Errorf("conditioner %d: %v", c, err)
+					return
+				}
+				mu.Lock()
+				wins = append(wins, won{pos: pos, after: after})
+				mu.Unlock()
+				if stopped {
+					return
+				}
+			}
+		})
+	}
+	for a := range appenders {
+		aw.Go(func() {
+			for i := range appends {
+				select {
+				case <-attempted:
+				case <-ctx.Done():
+					t.Errorf("appender %d: no conditional commit attempt ended by the deadline", a)
+					return
+				}
+				x := ev(fmt.Sprintf("hot-%d-%d", a, i), "heated")
+				x.Tags = []string{"hot", fmt.Sprintf("appender:%d", a)}
+				pos, err := e.Append(ctx, fmt.Sprintf("hot-%d", a), eventstore.Any, x)
+				if err != nil {
+					t.Errorf("appender %d: %v", a, err)
+					return
+				}
+				mu.Lock()
+				hotPos = append(hotPos, pos)
+				known = max(known, pos)
+				mu.Unlock()
+			}
+		})
+	}
+	aw.Wait()
+	close(stop)
+	cw.Wait()
+	if t.Failed() {
+		return
+	}
+	for _, w := range wins {
+		for _, p := range hotPos {
+			if p > w.after && p < w.pos {
+				t.Errorf("the commit at %d required no hot event after %d, but one was acknowledged at %d", w.pos, w.after, p)
+			}
+		}
+	}
+	t.Logf("%d conditional commits (%d refused by the condition, %d as conflicts) against %d hot appends", len(wins), refused, conflicts, len(hotPos))
 }

@@ -118,13 +118,14 @@ func (t jsTxn) Put(family string, key, value []byte) error { return t.tx.Put(fam
 func (t jsTxn) PutAtCommit(family string, key, payload []byte) error {
 	return t.tx.PutAtCommit(family, key, payload, revision.RecordName)
 }
-func (t jsTxn) Delete(family string, key []byte) error     { return t.tx.Delete(family, key) }
+func (t jsTxn) Delete(family string, key []byte) error { return t.tx.Delete(family, key) }
 func (t jsTxn) Append(ctx context.Context, stream string, expected eventstore.ExpectedRevision, events ...pipeline.Event) error {
 	return t.tx.Append(ctx, stream, expected, events...)
 }
 func (t jsTxn) CheckStream(ctx context.Context, stream string, expected eventstore.ExpectedRevision) error {
 	return t.tx.CheckStream(ctx, stream, expected)
 }
+
 // RequireNoneMatching is refused: a Partition's own streams keep no tag markers
 // (the event store over OpenDB does, and TestConformanceThroughPipeline checks it).
 func (t jsTxn) RequireNoneMatching(context.Context, eventstore.Query, uint64) error {

@@ -9,6 +9,7 @@ import (
 	"maps"
 	"slices"
 
+	"github.com/rockline/rockline/eventstore/revision"
 	"github.com/rockline/rockline/pipeline"
 )
 
@@ -18,6 +19,7 @@ type VerifyReport struct {
 	Streams       uint64 // streams with a head
 	Records       uint64 // event records of the index
 	EventsChecked uint64 // events of a stream found in the log
+	Tags          uint64 // tag markers checked against the log
 	ProblemCount  uint64 // every problem found; Problems lists the first ones
 	Problems      []string
 }
@@ -49,7 +51,9 @@ type verifiedStream struct {
 // none its state keeps visible); every record names an event of its stream and
 // revision, with its ID, in the log entry it points to; and, walking the log, each
 // stream's events have revisions that rise by one, none beyond its head, and each has
-// its record (so no event is indexed twice or left out). Records pointing below a
+// its record (so no event is indexed twice or left out). Every tag marker must hold
+// the position of the last entry with a stream event carrying the tag, and every tag
+// of such an event must have a marker. Records and markers pointing below a
 // truncated log's first position are counted but cannot be checked.
 //
 // Like pipeline.DB.Verify it expects a database that does not change meanwhile (a
@@ -73,6 +77,11 @@ func (s *Store) Verify(ctx context.Context, progress func(stage string, done, to
 	if err != nil {
 		return r, err
 	}
+	markers, err := s.readMarkers()
+	if err != nil {
+		return r, err
+	}
+	lastTagged := map[string]uint64{} // the log's last position of each tag
 	last := s.db.LastPosition()
 	for pos := first; pos <= last; {
 		if err := ctx.Err(); err != nil {
@@ -84,6 +93,9 @@ func (s *Store) Verify(ctx context.Context, progress func(stage string, done, to
 				if ev.Stream != "" {
 					r.EventsChecked++
 					checkLogEvent(streams, &ev, first, &r)
+					for _, tag := range ev.Tags {
+						lastTagged[tag] = e.Position
+					}
 				}
 			}
 			pos = e.Position + 1
@@ -96,6 +108,7 @@ func (s *Store) Verify(ctx context.Context, progress func(stage string, done, to
 		}
 		progress("log", pos-first, last-first+1)
 	}
+	checkMarkers(markers, lastTagged, first, &r)
 	for _, name := range slices.Sorted(maps.Keys(streams)) {
 		v := streams[name]
 		if v.records && v.logEvents != v.visibleRecords {
@@ -221,5 +234,47 @@ func checkLogEvent(streams map[string]*verifiedStream, ev *pipeline.RecordedEven
 	v.logSeen, v.logNext = true, ev.Revision+1
 	if v.records && ev.Revision >= v.first && ev.Revision <= v.last {
 		v.logEvents++
+	}
+}
+
+// readMarkers reads every tag marker: tag -> the position it holds.
+func (s *Store) readMarkers() (map[string]uint64, error) {
+	out := map[string]uint64{}
+	err := s.db.View(func(tx *pipeline.Txn) error {
+		it, err := tx.NewIterator(s.cf, pipeline.IterOptions{Lower: []byte{'t'}, Upper: []byte{'u'}})
+		if err != nil {
+			return err
+		}
+		defer it.Close()
+		for it.First(); it.Valid(); it.Next() {
+			tag := string(it.Key()[1:])
+			pos, ok := revision.ParseMark(it.Value())
+			if !ok {
+				return fmt.Errorf("verify streams: the marker of tag %q does not decode: %w", tag, pipeline.ErrCorrupt)
+			}
+			out[tag] = pos
+		}
+		return it.Err()
+	})
+	return out, err
+}
+
+// checkMarkers compares the markers with the last positions of the tags in the log
+// from first on.
+func checkMarkers(markers, lastTagged map[string]uint64, first uint64, r *VerifyReport) {
+	for _, tag := range slices.Sorted(maps.Keys(markers)) {
+		r.Tags++
+		pos, want := markers[tag], lastTagged[tag]
+		switch {
+		case pos < first && want == 0:
+			// the tagged entries were truncated away: nothing left to check against
+		case pos != want:
+			r.problem("tag %q: its marker holds position %d, the log's last event with the tag is at %d", tag, pos, want)
+		}
+	}
+	for _, tag := range slices.Sorted(maps.Keys(lastTagged)) {
+		if _, ok := markers[tag]; !ok {
+			r.problem("tag %q: events at positions up to %d carry it, but it has no marker", tag, lastTagged[tag])
+		}
 	}
 }

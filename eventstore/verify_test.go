@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/rockline/rockline/eventstore"
+	"github.com/rockline/rockline/eventstore/revision"
 	"github.com/rockline/rockline/pipeline"
 )
 
@@ -44,6 +45,12 @@ func TestVerifyStreams(t *testing.T) {
 			}
 			return tx.Put(cf, recordKey("plain", 5), v)
 		}, `"plain": head at revision 4, last record at 5`},
+		{"tag marker behind the log", func(tx *pipeline.Txn, cf *pipeline.ColumnFamily) error {
+			return tx.Put(cf, []byte("tx"), revision.AppendMark(nil, 1, nil))
+		}, `tag "x": its marker holds position 1`},
+		{"tag marker removed", func(tx *pipeline.Txn, cf *pipeline.ColumnFamily) error {
+			return tx.Delete(cf, []byte("ty"))
+		}, `tag "y": events at positions up to`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -67,6 +74,11 @@ func TestVerifyStreams(t *testing.T) {
 			if _, err := es.TombstoneStream(ctx, "gone", eventstore.Any); err != nil {
 				t.Fatal(err)
 			}
+			for _, tags := range [][]string{{"x", "y"}, {"x"}} {
+				if _, err := es.Append(ctx, "tagged", eventstore.Any, eventstore.Event{Type: "t", Tags: tags}); err != nil {
+					t.Fatal(err)
+				}
+			}
 			if tc.damage != nil {
 				cf, err := db.LayerFamily("streams")
 				if err != nil {
@@ -89,12 +101,12 @@ func TestVerifyStreams(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Verify: %v", err)
 			}
-			if r.Streams != 4 || r.EventsChecked != 16 {
-				t.Errorf("report %+v, want 4 streams and 16 events checked", r)
+			if r.Streams != 5 || r.EventsChecked != 18 {
+				t.Errorf("report %+v, want 5 streams and 18 events checked", r)
 			}
 			if tc.want == "" {
-				if !r.OK() || r.Records != 5+2+3+2 {
-					t.Errorf("report %+v, want OK with 12 records", r)
+				if !r.OK() || r.Records != 5+2+3+2+2 || r.Tags != 2 {
+					t.Errorf("report %+v, want OK with 14 records and 2 tags", r)
 				}
 				return
 			}

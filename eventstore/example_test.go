@@ -130,3 +130,69 @@ func ExampleStore_AppendIf() {
 	// refused: stream "student-ada" at 0 - condition 0
 	// rockline: condition 0 (stream "student-ada" at 0) failed: the stream is at 1
 }
+
+// ExampleStore_ReadQuery takes a decision across a consistency boundary wider than
+// a stream: a student may enrol in a course while the course has room. The
+// decision reads every event tagged with the course, and the enrolment is appended
+// on the condition that no such event has been appended since: a second enrolment
+// decided on the same read is refused, and the retry, reading again, sees the course
+// full.
+func ExampleStore_ReadQuery() {
+	ctx := context.Background()
+	dir, err := os.MkdirTemp("", "rockline-readquery-example-")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	db, err := pipeline.Open(dir, pipeline.Config{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer db.Close()
+	store, err := eventstore.New(db)
+	if err != nil {
+		log.Fatal(err)
+	}
+	if _, err := store.Append(ctx, "course-7", eventstore.NoStream,
+		eventstore.Event{Type: "CourseDefined", Data: []byte(`{"capacity":1}`), Tags: []string{"course:7"}}); err != nil {
+		log.Fatal(err)
+	}
+	course := eventstore.Query{Items: []eventstore.QueryItem{{Tags: []string{"course:7"}}}}
+	enrol := func(student string, seen []eventstore.RecordedEvent, through uint64) error {
+		enrolled := 0
+		for _, e := range seen {
+			if e.Type == "StudentEnrolled" {
+				enrolled++
+			}
+		}
+		if enrolled >= 1 { // the capacity CourseDefined gave
+			return fmt.Errorf("course-7 is full")
+		}
+		_, err := store.AppendIf(ctx, "student-"+student, eventstore.Any,
+			[]eventstore.Condition{eventstore.NoneMatching(course, through)},
+			eventstore.Event{Type: "StudentEnrolled", Tags: []string{"course:7", "student:" + student}})
+		return err
+	}
+
+	// Two enrolments decided on the same read: the first commits, the second's
+	// condition fails.
+	seen, through, err := store.ReadQuery(ctx, course, 0)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("ada:", enrol("ada", seen, through))
+	err = enrol("bob", seen, through)
+	var matched *eventstore.QueryMatchedError
+	fmt.Println("bob:", errors.Is(err, eventstore.ErrConditionFailed), errors.As(err, &matched) && matched.Event.Type == "StudentEnrolled")
+
+	// Bob's retry reads again and decides on what is there now.
+	seen, through, err = store.ReadQuery(ctx, course, 0)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("bob again:", enrol("bob", seen, through))
+	// Output:
+	// ada: <nil>
+	// bob: true true
+	// bob again: course-7 is full
+}

@@ -24,6 +24,7 @@ type event struct {
 	idx    int
 	id     string
 	typ    string
+	tags   string // comma-separated, as eventSpec's
 }
 
 // before orders events as the log does: by position, then index.
@@ -169,7 +170,7 @@ func newModel() *model {
 func (m *model) appendAt(s string, pos uint64, idx int, evs []eventSpec) uint64 {
 	st := m.streams[s]
 	for i, e := range evs {
-		ev := &event{stream: s, rev: st.nextRev(), pos: pos, idx: idx + i, id: e.id, typ: e.typ}
+		ev := &event{stream: s, rev: st.nextRev(), pos: pos, idx: idx + i, id: e.id, typ: e.typ, tags: e.tags}
 		st.revs = append(st.revs, ev)
 		m.events = append(m.events, ev)
 	}

@@ -209,7 +209,8 @@ func (s *Store) marker(tx *pipeline.Txn, tag string, track bool) (uint64, error)
 	return pos, nil
 }
 
-// findMatch scans the log from position from through to for an event matching q.
+// findMatch scans the log from position from through to for an event of a stream
+// matching q (events without a stream write no marker, and conditions ignore them).
 func (s *Store) findMatch(tx *pipeline.Txn, q Query, from, to uint64) (RecordedEvent, bool, error) {
 	for pos := from; pos <= to; {
 		page, err := s.db.ReadLog(pos, int(min(to-pos+1, readPage)))
@@ -224,7 +225,7 @@ func (s *Store) findMatch(tx *pipeline.Txn, q Query, from, to uint64) (RecordedE
 				return RecordedEvent{}, false, nil
 			}
 			for i := range e.Events {
-				if q.Match(&e.Events[i]) {
+				if e.Events[i].Stream != "" && q.Match(&e.Events[i]) {
 					return e.Events[i], true, nil
 				}
 			}
@@ -234,8 +235,9 @@ func (s *Store) findMatch(tx *pipeline.Txn, q Query, from, to uint64) (RecordedE
 	return RecordedEvent{}, false, nil
 }
 
-// ReadQuery returns every event matching q at positions after after, in log order,
-// and the position through which it read: pass that to NoneMatching so that an
+// ReadQuery returns every event of a stream (appended by the event store, as the
+// conditions see them) matching q at positions after after, in log order, and the
+// position through which it read: pass that to NoneMatching so that an
 // append decided on these events commits only if no other matching event has been
 // appended since. It reads the published log (the positions Append has returned);
 // ErrLogTruncated when after lies below a truncated log's first position.
@@ -259,7 +261,7 @@ func (s *Store) ReadQuery(ctx context.Context, q Query, after uint64) ([]Recorde
 		}
 		for _, e := range page {
 			for i := range e.Events {
-				if q.Match(&e.Events[i]) {
+				if e.Events[i].Stream != "" && q.Match(&e.Events[i]) {
 					out = append(out, e.Events[i])
 				}
 			}

@@ -211,7 +211,14 @@ func (s *Store) marker(tx *pipeline.Txn, tag string, track bool) (uint64, error)
 
 // findMatch scans the log from position from through to for an event of a stream
 // matching q (events without a stream write no marker, and conditions ignore them).
+// to is a position a marker in tx's snapshot holds: its commit is written, but may
+// not be published yet (a snapshot can hold a commit whose earlier positions are
+// still being written), so the scan first waits for its publication, as ReadStream
+// does for the records it finds.
 func (s *Store) findMatch(tx *pipeline.Txn, q Query, from, to uint64) (RecordedEvent, bool, error) {
+	if err := s.db.WaitForPosition(context.Background(), to); err != nil {
+		return RecordedEvent{}, false, err
+	}
 	for pos := from; pos <= to; {
 		page, err := s.db.ReadLog(pos, int(min(to-pos+1, readPage)))
 		if err != nil {

@@ -88,7 +88,8 @@ func eventKey(stream string, rev uint64) []byte {
 
 // eventCodec is the positioned value of an event record (revision.AppendRecord under
 // revision.RecordName): an engine that stores it by name finds it by that name.
-var eventCodec = pipeline.NewPositionedValue(revision.RecordName, revision.AppendRecord)
+// Records are read only with GetUntracked, so their writes need no conflict mark.
+var eventCodec = pipeline.NewUntrackedPositionedValue(revision.RecordName, revision.AppendRecord)
 
 // markCodec is the positioned value of a tag marker (revision.AppendMark under
 // revision.MarkName).

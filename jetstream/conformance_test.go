@@ -116,7 +116,7 @@ func (t jsTxn) Get(ctx context.Context, family string, key []byte) ([]byte, bool
 }
 func (t jsTxn) Put(family string, key, value []byte) error { return t.tx.Put(family, key, value) }
 func (t jsTxn) PutAtCommit(family string, key, payload []byte) error {
-	return t.tx.PutAtCommit(family, key, payload, revision.RecordName)
+	return t.tx.PutAtCommit(family, key, payload, revision.MarkName)
 }
 func (t jsTxn) Delete(family string, key []byte) error { return t.tx.Delete(family, key) }
 func (t jsTxn) Append(ctx context.Context, stream string, expected eventstore.ExpectedRevision, events ...pipeline.Event) error {

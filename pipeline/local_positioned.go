@@ -23,8 +23,9 @@ func (t *localTxn) PutAtCommit(ef EngineFamily, key, payload []byte, value Posit
 		return err
 	}
 	var appendValue func(dst []byte, pos uint64, payload []byte) []byte
+	mark := true
 	if fv, ok := value.(funcValue); ok {
-		appendValue = fv.fn
+		appendValue, mark = fv.fn, !fv.untracked
 	} else {
 		appendValue = value.Append
 	}
@@ -34,7 +35,9 @@ func (t *localTxn) PutAtCommit(ef EngineFamily, key, payload []byte, value Posit
 	k := t.arena[start : start+len(key) : start+len(key)]
 	p := t.arena[start+len(key) : len(t.arena) : len(t.arena)]
 	t.positioned = append(t.positioned, positionedPut{family: f, key: k, payload: p, value: appendValue})
-	t.marks = append(t.marks, t.db.fp.Of(f.ID(), key))
+	if mark {
+		t.marks = append(t.marks, t.db.fp.Of(f.ID(), key))
+	}
 	return nil
 }
 

@@ -41,7 +41,7 @@ type localTxn struct {
 	// readFams are the droppable families read with tracking (see noteRead).
 	readFams []*storage.Family
 	// positioned are the PutAtCommit writes, made at commit (see local_positioned.go);
-	// marks their keys' fingerprints, one each: the validator records them as
+	// marks their keys' fingerprints (but for NewUntrackedPositionedValue's): the validator records them as
 	// written, so a transaction that read one of those keys with tracking conflicts,
 	// as it does on the JetStream engine, but does not check them (validators.Commit).
 	positioned []positionedPut

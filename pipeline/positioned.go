@@ -37,9 +37,20 @@ func NewPositionedValue(name string, fn func(dst []byte, pos uint64, payload []b
 	return funcValue{name: name, fn: fn}
 }
 
+// NewUntrackedPositionedValue is NewPositionedValue for keys no transaction reads
+// with tracking: a layer's records read only with GetUntracked (the event store's
+// event records). The local engine then leaves their writes out of conflict checks,
+// which spares it a conflict-table entry per write; a tracked read of such a key
+// would miss a conflict with them there (the JetStream engine, which needs no table,
+// still reports it). Use NewPositionedValue for any key that is read with Get.
+func NewUntrackedPositionedValue(name string, fn func(dst []byte, pos uint64, payload []byte) []byte) PositionedValue {
+	return funcValue{name: name, fn: fn, untracked: true}
+}
+
 type funcValue struct {
-	name string
-	fn   func(dst []byte, pos uint64, payload []byte) []byte
+	name      string
+	fn        func(dst []byte, pos uint64, payload []byte) []byte
+	untracked bool // NewUntrackedPositionedValue: no conflict mark
 }
 
 func (v funcValue) Name() string { return v.name }

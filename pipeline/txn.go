@@ -206,7 +206,8 @@ func (t *Txn) DeleteRange(cf *ColumnFamily, start, end []byte) error {
 // Deletes), so Replay and Rebuild reproduce it. Unlike a Put it is not checked for
 // conflicts (two transactions putting one key at commit both commit), but it counts
 // as a write for others: a transaction that read the key with tracking before this
-// commit was published fails with ErrConflict, on every engine. The transaction's own
+// commit was published fails with ErrConflict, on every engine (unless value was made
+// by NewUntrackedPositionedValue, for keys never read with tracking). The transaction's own
 // reads (Get, iterators) do not see it; a layer
 // uses it for records whose key is owned by a write that is checked (the event store
 // writes a stream's head with Put and the head's new events with PutAtCommit). A

@@ -49,9 +49,9 @@ type Txn interface {
 	// the read is tracked for conflicts.
 	Get(ctx context.Context, family string, key []byte) ([]byte, bool, error)
 	Put(family string, key, value []byte) error
-	// PutAtCommit puts key with a value made at commit from payload and the commit's
-	// position by the event store's positioned value (revision.AppendRecord, named
-	// revision.RecordName): not checked for conflicts, but a write to others' tracked
+	// PutAtCommit puts key with a value made at commit from the commit's position by
+	// the event store's tag marker value (revision.AppendMark, named
+	// revision.MarkName): not checked for conflicts, but a write to others' tracked
 	// reads (pipeline.Txn.PutAtCommit).
 	PutAtCommit(family string, key, payload []byte) error
 	Delete(family string, key []byte) error

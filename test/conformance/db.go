@@ -3,9 +3,11 @@ package conformance
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 
 	"github.com/rockline/rockline/eventstore"
+	"github.com/rockline/rockline/eventstore/revision"
 	"github.com/rockline/rockline/pipeline"
 )
 
@@ -113,7 +115,12 @@ func (t *localTxn) PutAtCommit(family string, key, payload []byte) error {
 	if err != nil {
 		return err
 	}
-	return t.tx.PutAtCommit(cf, key, payload, eventstore.PositionedValues()[0])
+	for _, v := range eventstore.PositionedValues() {
+		if v.Name() == revision.MarkName {
+			return t.tx.PutAtCommit(cf, key, payload, v)
+		}
+	}
+	return fmt.Errorf("conformance: the event store has no %q positioned value", revision.MarkName)
 }
 
 func (t *localTxn) Delete(family string, key []byte) error {

@@ -56,6 +56,9 @@ type ProjectionConfig struct {
 	// TracerProvider and MeterProvider default to otel's global providers.
 	TracerProvider trace.TracerProvider
 	MeterProvider  metric.MeterProvider
+
+	// part, set by StartParallelProjection, keeps the events of this part's streams.
+	part func(*RecordedEvent) bool
 }
 
 // Validate reports the first bad field as a *pipeline.ConfigError.
@@ -310,7 +313,7 @@ func (p *Projection) apply(ctx context.Context, entries []pipeline.LogEntry) (ui
 	size, end := 0, p.position()
 	for _, e := range entries {
 		for i := range e.Events {
-			if ev := &e.Events[i]; p.cfg.Filter.Match(ev) {
+			if ev := &e.Events[i]; p.cfg.Filter.Match(ev) && (p.cfg.part == nil || p.cfg.part(ev)) {
 				batch = append(batch, *ev)
 				size += len(ev.Data) + len(ev.Metadata)
 			}
@@ -550,25 +553,40 @@ func (p *Projection) Reset(ctx context.Context) error {
 	if err := p.Pause(); err != nil {
 		return err
 	}
-	db := p.s.db
-	for _, name := range p.cfg.Owns {
-		if err := db.DropColumnFamily(name); err != nil && !errors.Is(err, pipeline.ErrColumnFamilyNotFound) {
-			return fmt.Errorf("rockline: reset projection %q: %w", p.cfg.Name, err)
+	if err := recreate(p.s.db, p.cfg.Name, p.cfg.Owns); err != nil {
+		return err
+	}
+	if err := p.rewind(ctx); err != nil {
+		return err
+	}
+	if wasPaused {
+		return nil
+	}
+	return p.Resume()
+}
+
+// recreate drops and re-creates the families owns names (Reset's read model).
+func recreate(db *pipeline.DB, name string, owns []string) error {
+	for _, f := range owns {
+		if err := db.DropColumnFamily(f); err != nil && !errors.Is(err, pipeline.ErrColumnFamilyNotFound) {
+			return fmt.Errorf("rockline: reset projection %q: %w", name, err)
 		}
-		if _, err := db.EnsureColumnFamily(name); err != nil {
-			return fmt.Errorf("rockline: reset projection %q: %w", p.cfg.Name, err)
+		if _, err := db.EnsureColumnFamily(f); err != nil {
+			return fmt.Errorf("rockline: reset projection %q: %w", name, err)
 		}
 	}
-	if err := db.Update(ctx, func(tx *pipeline.Txn) error { return tx.Delete(p.s.cf, p.key) }); err != nil {
+	return nil
+}
+
+// rewind deletes the paused projection's stored position and sets it back to 0.
+func (p *Projection) rewind(ctx context.Context) error {
+	if err := p.s.db.Update(ctx, func(tx *pipeline.Txn) error { return tx.Delete(p.s.cf, p.key) }); err != nil {
 		return fmt.Errorf("rockline: reset projection %q: %w", p.cfg.Name, err)
 	}
 	p.mu.Lock()
 	p.stored, p.scanned, p.reset = 0, 0, true
 	p.mu.Unlock()
-	if wasPaused {
-		return nil
-	}
-	return p.Resume()
+	return nil
 }
 
 // Status returns the projection's position, lag and state.

@@ -33,6 +33,14 @@
 // append's own expected revision. A query item must name a tag; events added with
 // pipeline.Txn.AddEvents write no marker and are not seen by conditions.
 //
+// A projection (StartProjection) commits its read model with its position, so it
+// applies each event exactly once. StartParallelProjection runs one with several
+// workers that share its streams (a stream's events stay in order, each worker keeps
+// its own position). Rebuild replaces a read model without downtime: the new version
+// builds into its own families while readers, resolving the version through an
+// alias (Alias) in their transaction, keep reading the old one, and the alias swaps
+// in one commit once the new version has caught up.
+//
 // The events themselves live in the commit's log entry, once: the store keeps per
 // stream a head and one small record per event naming the log position and the index
 // in the entry, written with the commit through pipeline.Txn.PutAtCommit. So a

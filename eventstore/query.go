@@ -177,7 +177,7 @@ func (s *Store) requireNone(tx *pipeline.Txn, q *Query, after uint64) error {
 		if low <= after {
 			continue
 		}
-		ev, found, err := s.findMatch(tx, Query{Items: []QueryItem{it}}, after+1, low)
+		ev, found, err := s.findMatch(Query{Items: []QueryItem{it}}, after+1, low)
 		if err != nil {
 			return err
 		}
@@ -215,7 +215,7 @@ func (s *Store) marker(tx *pipeline.Txn, tag string, track bool) (uint64, error)
 // not be published yet (a snapshot can hold a commit whose earlier positions are
 // still being written), so the scan first waits for its publication, as ReadStream
 // does for the records it finds.
-func (s *Store) findMatch(tx *pipeline.Txn, q Query, from, to uint64) (RecordedEvent, bool, error) {
+func (s *Store) findMatch(q Query, from, to uint64) (RecordedEvent, bool, error) {
 	if err := s.db.WaitForPosition(context.Background(), to); err != nil {
 		return RecordedEvent{}, false, err
 	}

@@ -32,7 +32,11 @@
 // A commit's fingerprints come in three sets: Reads (keys read with tracking) and
 // Writes are checked, and Writes are recorded; Marks (keys written at commit whose
 // values need the position, pipeline.Txn.PutAtCommit) are recorded but not checked,
-// so a reader of such a key conflicts while two commits marking it do not.
+// so a reader of such a key conflicts while two commits marking it do not. Since
+// two commits marking one key may both pass, their writes must still land in
+// position order: the parallel policy's bucket locks cover Marks and are held until
+// publication, and the serial policy writes a group with Marks before it hands on,
+// never beside the next group.
 //
 // # Policies
 //

@@ -50,14 +50,28 @@ type groupScratch struct {
 // part. Leadership is handed on once the survivors' positions are assigned and their
 // writes recorded, so the next group validates against them; with Checks, which
 // read committed state through Env.Read, only after the write is published, so that
-// the next group's Checks read it.
+// the next group's Checks read it; and with Marks, only after the write, because
+// marks are not checked: two groups marking one key may both pass, and written side
+// by side their batches could land in either order, the older position's value
+// last. (Under the parallel policy the bucket locks, which cover Marks and are held
+// until publication, keep such commits apart.)
 func (c *core) runGroup(reqs []*Request, sc *groupScratch, handoff func()) {
 	survivors := c.validateGroup(reqs, sc)
-	if len(c.checks) > 0 {
+	if len(c.checks) > 0 || marks(survivors) {
 		c.writeSurvivors(survivors, sc, func() {})
 		return
 	}
 	c.writeSurvivors(survivors, sc, handoff)
+}
+
+// marks reports whether any request marks a key.
+func marks(reqs []*Request) bool {
+	for _, r := range reqs {
+		if len(r.Commit.Marks) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // validateGroup returns the requests that pass, in order: not empty, context alive,

@@ -161,17 +161,21 @@ func seenTag(events []Event, tag string) bool {
 // after the position allowed, scans the log between the two for a matching event.
 func (s *Store) requireNone(tx *pipeline.Txn, q *Query, after uint64) error {
 	for _, it := range q.Items {
-		low, lowTag := uint64(0), ""
-		for i, tag := range it.Tags {
-			pos, err := s.marker(tx, tag, false)
-			if err != nil {
-				return err
-			}
-			if i == 0 || pos < low {
-				low, lowTag = pos, tag
+		lowTag := it.Tags[0]
+		if len(it.Tags) > 1 { // find the lowest without tracking the others
+			low := uint64(0)
+			for i, tag := range it.Tags {
+				pos, err := s.marker(tx, tag, false)
+				if err != nil {
+					return err
+				}
+				if i == 0 || pos < low {
+					low, lowTag = pos, tag
+				}
 			}
 		}
-		if _, err := s.marker(tx, lowTag, true); err != nil {
+		low, err := s.marker(tx, lowTag, true)
+		if err != nil {
 			return err
 		}
 		if low <= after {

@@ -250,11 +250,8 @@ func (t *Txn) Append(ctx context.Context, stream string, expected revision.Expec
 	if t.done {
 		return ErrTxnDone
 	}
-	if stream == "" {
-		return &ArgumentError{Op: "Txn.Append", Arg: "stream", Reason: "must not be empty"}
-	}
-	if !expected.Valid() {
-		return &ArgumentError{Op: "Txn.Append", Arg: "expected", Reason: "must be Any, NoStream, StreamExists or Revision(n)"}
+	if err := checkStreamArgs("Txn.Append", stream, expected); err != nil {
+		return err
 	}
 	if len(events) == 0 {
 		return &ArgumentError{Op: "Txn.Append", Arg: "events", Reason: "at least one event is required"}
@@ -262,17 +259,9 @@ func (t *Txn) Append(ctx context.Context, stream string, expected revision.Expec
 	if err := pipeline.CheckEvents("Txn.Append", events); err != nil {
 		return err
 	}
-	s := t.streams[stream]
-	if s == nil {
-		seq, rev, found, err := t.p.streamTail(ctx, stream, t.at, leaderPos)
-		if err != nil {
-			return err
-		}
-		s = &txnStream{version: seq}
-		if found {
-			s.next = rev + 1
-		}
-		t.streams[stream] = s
+	s, err := t.stream(ctx, stream)
+	if err != nil {
+		return err
 	}
 	last, exists := s.next-1, s.next > 0
 	if wrong := revision.Check(stream, expected, last, exists); wrong != nil {
@@ -305,32 +294,53 @@ func (t *Txn) CheckStream(ctx context.Context, stream string, expected revision.
 	if t.done {
 		return ErrTxnDone
 	}
-	if stream == "" {
-		return &ArgumentError{Op: "Txn.CheckStream", Arg: "stream", Reason: "must not be empty"}
-	}
-	if !expected.Valid() {
-		return &ArgumentError{Op: "Txn.CheckStream", Arg: "expected", Reason: "must be Any, NoStream, StreamExists or Revision(n)"}
+	if err := checkStreamArgs("Txn.CheckStream", stream, expected); err != nil {
+		return err
 	}
 	if expected == revision.Any {
 		return nil
 	}
-	s := t.streams[stream]
-	if s == nil {
-		seq, rev, found, err := t.p.streamTail(ctx, stream, t.at, leaderPos)
-		if err != nil {
-			return err
-		}
-		s = &txnStream{version: seq}
-		if found {
-			s.next = rev + 1
-		}
+	s, err := t.stream(ctx, stream)
+	if err != nil {
+		return err
 	}
 	if wrong := revision.Check(stream, expected, s.next-1, s.next > 0); wrong != nil {
+		if !t.keeps(stream) {
+			delete(t.streams, stream) // neither appended to nor checked: nothing to check at Commit
+		}
 		return wrong
 	}
 	s.checked = true
-	t.streams[stream] = s
 	return nil
+}
+
+// checkStreamArgs checks a stream name and an expectation given to op.
+func checkStreamArgs(op, stream string, expected revision.Expected) error {
+	if stream == "" {
+		return &ArgumentError{Op: op, Arg: "stream", Reason: "must not be empty"}
+	}
+	if !expected.Valid() {
+		return &ArgumentError{Op: op, Arg: "expected", Reason: "must be Any, NoStream, StreamExists or Revision(n)"}
+	}
+	return nil
+}
+
+// stream returns the transaction's entry for stream, reading the stream's tail at
+// the transaction's position (and recording it) the first time.
+func (t *Txn) stream(ctx context.Context, stream string) (*txnStream, error) {
+	if s := t.streams[stream]; s != nil {
+		return s, nil
+	}
+	seq, rev, found, err := t.p.streamTail(ctx, stream, t.at, leaderPos)
+	if err != nil {
+		return nil, err
+	}
+	s := &txnStream{version: seq}
+	if found {
+		s.next = rev + 1
+	}
+	t.streams[stream] = s
+	return s, nil
 }
 
 // alreadyAppended reports the position of the commit that appended events already,

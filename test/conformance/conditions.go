@@ -152,7 +152,6 @@ func streamConditionConflicts(t *testing.T, e Engine) {
 // did not see.
 func streamConditionsRacingAppends(t *testing.T, e Engine) {
 	ctx := ctxFor(t)
-	const appenders, appends, conditioners = 2, 15, 2
 	var mu sync.Mutex
 	var coursePos []uint64
 	type won struct {
@@ -160,99 +159,50 @@ func streamConditionsRacingAppends(t *testing.T, e Engine) {
 		rev int // the course revision the condition required (-1: no stream)
 	}
 	var wins []won
-	var conflicts int
-	stop := make(chan struct{})
-	// attempted paces the appenders: each append waits for a conditional commit
-	// attempt to end after the previous one, so conditional commits race appends
-	// rather than always losing to them.
-	attempted := make(chan struct{}, 1)
-	var cw, aw sync.WaitGroup
-	for c := range conditioners {
-		cw.Go(func() {
-			stream := fmt.Sprintf("enrol-%d", c)
-			for i := 0; ; i++ {
-				// Until an attempt begun after the appenders are done, which nothing
-				// can disturb, succeeds.
-				stopped := false
-				select {
-				case <-stop:
-					stopped = true
-				default:
-				}
-				course, err := e.ReadStream(ctx, "course")
-				if err != nil {
-					t.Error(err)
-					return
-				}
-				rev, expected := len(course)-1, eventstore.NoStream
-				if rev >= 0 {
-					expected = eventstore.Revision(uint64(rev))
-				}
-				tx, err := e.Begin(ctx)
-				if err != nil {
-					t.Error(err)
-					return
-				}
-				if err := tx.CheckStream(ctx, "course", expected); err != nil {
-					tx.Discard()
-					if !errors.Is(err, eventstore.ErrWrongExpectedVersion) {
-						t.Errorf("conditioner %d: %v", c, err)
-						return
-					}
-					continue // the course moved between the read and Begin
-				}
-				if err := tx.Append(ctx, stream, eventstore.Any, ev(fmt.Sprintf("%s-%d", stream, i), strconv.Itoa(rev))); err != nil {
-					tx.Discard()
-					t.Error(err)
-					return
-				}
-				pos, err := tx.Commit(ctx)
-				select {
-				case attempted <- struct{}{}:
-				default:
-				}
-				if errors.Is(err, pipeline.ErrConflict) {
-					mu.Lock()
-					conflicts++
-					mu.Unlock()
-					continue
-				}
-				if err != nil {
-					t.Errorf("conditioner %d: %v", c, err)
-					return
-				}
-				mu.Lock()
-				wins = append(wins, won{pos: pos, rev: rev})
-				mu.Unlock()
-				if stopped {
-					return
-				}
-			}
-		})
+	add := func(a, i int) error {
+		pos, err := e.Append(ctx, "course", eventstore.Any, ev(fmt.Sprintf("course-%d-%d", a, i), "t"))
+		if err != nil {
+			return err
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		coursePos = append(coursePos, pos)
+		return nil
 	}
-	for a := range appenders {
-		aw.Go(func() {
-			for i := range appends {
-				select {
-				case <-attempted:
-				case <-ctx.Done():
-					t.Errorf("appender %d: no conditional commit attempt ended by the deadline", a)
-					return
-				}
-				pos, err := e.Append(ctx, "course", eventstore.Any, ev(fmt.Sprintf("course-%d-%d", a, i), "t"))
-				if err != nil {
-					t.Errorf("appender %d: %v", a, err)
-					return
-				}
-				mu.Lock()
-				coursePos = append(coursePos, pos)
-				mu.Unlock()
+	try := func(c, i int) error {
+		stream := fmt.Sprintf("enrol-%d", c)
+		course, err := e.ReadStream(ctx, "course")
+		if err != nil {
+			return err
+		}
+		rev, expected := len(course)-1, eventstore.NoStream
+		if rev >= 0 {
+			expected = eventstore.Revision(uint64(rev))
+		}
+		tx, err := e.Begin(ctx)
+		if err != nil {
+			return err
+		}
+		if err := tx.CheckStream(ctx, "course", expected); err != nil {
+			tx.Discard()
+			if errors.Is(err, eventstore.ErrWrongExpectedVersion) {
+				return errRefused // the course moved between the read and Begin
 			}
-		})
+			return err
+		}
+		if err := tx.Append(ctx, stream, eventstore.Any, ev(fmt.Sprintf("%s-%d", stream, i), strconv.Itoa(rev))); err != nil {
+			tx.Discard()
+			return err
+		}
+		pos, err := tx.Commit(ctx)
+		if err == nil {
+			mu.Lock()
+			wins = append(wins, won{pos: pos, rev: rev})
+			mu.Unlock()
+		}
+		return err
 	}
-	aw.Wait()
-	close(stop)
-	cw.Wait()
+	_, refused, conflicts := conditionRace(t, ctx, add, try)
 	if t.Failed() {
 		return
 	}
@@ -270,7 +220,7 @@ func streamConditionsRacingAppends(t *testing.T, e Engine) {
 			t.Errorf("the commit at %d required the course at revision %d, but %d course appends precede it (revision %d)", w.pos, w.rev, before, before-1)
 		}
 	}
-	t.Logf("%d conditional commits (%d refused as conflicts) against %d course appends", len(wins), conflicts, len(coursePos))
+	t.Logf("%d conditional commits (%d refused by the condition, %d as conflicts) against %d course appends", len(wins), refused, conflicts, len(coursePos))
 }
 
 // positionedWriteConflictsWithTrackedRead: a write made at commit (PutAtCommit) is

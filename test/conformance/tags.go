@@ -95,99 +95,53 @@ func queryConditionsRacingAppends(t *testing.T, e Engine) {
 	if err != nil {
 		t.Fatalf("a query condition on an empty partition: %v", err)
 	}
-	const appenders, appends, conditioners = 2, 15, 2
 	var mu sync.Mutex
 	var hotPos []uint64
 	var known uint64 // the last hot append acknowledged
 	type won struct{ pos, after uint64 }
 	var wins []won
-	var conflicts, refused int
-	attempted := make(chan struct{}, 1) // paces the appenders, as in the stream race
-	stop := make(chan struct{})
-	var cw, aw sync.WaitGroup
-	for c := range conditioners {
-		cw.Go(func() {
-			stream := fmt.Sprintf("decided-%d", c)
-			for i := 0; ; i++ {
-				stopped := false
-				select {
-				case <-stop:
-					stopped = true
-				default:
-				}
-				mu.Lock()
-				after := known
-				mu.Unlock()
-				tx, err := e.Begin(ctx)
-				if err != nil {
-					t.Error(err)
-					return
-				}
-				err = tx.RequireNoneMatching(ctx, hot, after)
-				if err == nil {
-					err = tx.Append(ctx, stream, eventstore.Any, ev(fmt.Sprintf("%s-%d", stream, i), "decided"))
-				}
-				if err != nil {
-					tx.Discard()
-					if errors.Is(err, eventstore.ErrConditionFailed) {
-						mu.Lock()
-						refused++
-						mu.Unlock()
-						continue // a hot append landed after the one known
-					}
-					t.Errorf("conditioner %d: %v", c, err)
-					return
-				}
-				pos, err := tx.Commit(ctx)
-				select {
-				case attempted <- struct{}{}:
-				default:
-				}
-				if errors.Is(err, pipeline.ErrConflict) {
-					mu.Lock()
-					conflicts++
-					mu.Unlock()
-					continue
-				}
-				if err != nil {
-					t.Errorf("conditioner %d: %v", c, err)
-					return
-				}
-				mu.Lock()
-				wins = append(wins, won{pos: pos, after: after})
-				mu.Unlock()
-				if stopped {
-					return
-				}
-			}
-		})
+	add := func(a, i int) error {
+		x := ev(fmt.Sprintf("hot-%d-%d", a, i), "heated")
+		x.Tags = []string{"hot", fmt.Sprintf("appender:%d", a)}
+		pos, err := e.Append(ctx, fmt.Sprintf("hot-%d", a), eventstore.Any, x)
+		if err != nil {
+			return err
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		hotPos = append(hotPos, pos)
+		known = max(known, pos)
+		return nil
 	}
-	for a := range appenders {
-		aw.Go(func() {
-			for i := range appends {
-				select {
-				case <-attempted:
-				case <-ctx.Done():
-					t.Errorf("appender %d: no conditional commit attempt ended by the deadline", a)
-					return
-				}
-				x := ev(fmt.Sprintf("hot-%d-%d", a, i), "heated")
-				x.Tags = []string{"hot", fmt.Sprintf("appender:%d", a)}
-				pos, err := e.Append(ctx, fmt.Sprintf("hot-%d", a), eventstore.Any, x)
-				if err != nil {
-					t.Errorf("appender %d: %v", a, err)
-					return
-				}
-				mu.Lock()
-				hotPos = append(hotPos, pos)
-				known = max(known, pos)
-				mu.Unlock()
+	try := func(c, i int) error {
+		stream := fmt.Sprintf("decided-%d", c)
+		mu.Lock()
+		after := known
+		mu.Unlock()
+		tx, err := e.Begin(ctx)
+		if err != nil {
+			return err
+		}
+		err = tx.RequireNoneMatching(ctx, hot, after)
+		if err == nil {
+			err = tx.Append(ctx, stream, eventstore.Any, ev(fmt.Sprintf("%s-%d", stream, i), "decided"))
+		}
+		if err != nil {
+			tx.Discard()
+			if errors.Is(err, eventstore.ErrConditionFailed) {
+				return errRefused // a hot append landed after the one known
 			}
-		})
+			return err
+		}
+		pos, err := tx.Commit(ctx)
+		if err == nil {
+			mu.Lock()
+			wins = append(wins, won{pos: pos, after: after})
+			mu.Unlock()
+		}
+		return err
 	}
-	aw.Wait()
-	close(stop)
-	cw.Wait()
+	_, refused, conflicts := conditionRace(t, ctx, add, try)
 	if t.Failed() {
 		return
 	}

@@ -24,7 +24,8 @@ import (
 // JetStream engine, in module github.com/rockline/rockline/jetstream, is one).
 //
 // What an engine offers beyond Engine it offers as optional interfaces the front
-// asserts: EngineRangeDeleter on its transactions (Txn.DeleteRange), and the local
+// asserts: EngineRangeDeleter and EngineKeyMaker on its transactions
+// (Txn.DeleteRange, Txn.PutKeyAtCommit), and the local
 // engine's maintenance (Checkpoint, CompactRange, Verify, Replay, Rebuild,
 // StorageStats, CatchUp). A call to one the engine lacks fails with a
 // *NotSupportedError naming the call and the engine (ErrNotSupported).
@@ -121,6 +122,13 @@ type EngineTxn interface {
 // the rest of its commit (Txn.DeleteRange); the front checked start <= end.
 type EngineRangeDeleter interface {
 	DeleteRange(family EngineFamily, start, end []byte) error
+}
+
+// EngineKeyMaker is an EngineTxn that writes keys made at commit
+// (Txn.PutKeyAtCommit): the key from a payload and the commit's position, so records
+// ordered by position (the event store's indexes) go in the commit that makes them.
+type EngineKeyMaker interface {
+	PutKeyAtCommit(family EngineFamily, key PositionedValue, payload, value []byte) error
 }
 
 // EngineIterator is an iterator of an EngineTxn; its methods are Iterator's.

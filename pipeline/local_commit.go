@@ -281,11 +281,12 @@ func (t *localTxn) encodeEntry(b *storage.Batch, dst []byte, pos uint64, unixNan
 	}
 	var scratch []byte
 	for _, p := range t.positioned {
-		scratch = p.value(scratch[:0], pos, p.payload)
-		if err := t.putPositioned(b, p, scratch); err != nil {
+		k, v, out, err := t.putPositioned(b, p, pos, scratch)
+		scratch = out
+		if err != nil {
 			return nil, err
 		}
-		enc.Write(p.family.QualifiedName(), p.key, scratch, false)
+		enc.Write(p.family.QualifiedName(), k, v, false)
 	}
 	return enc.Finish(), nil
 }

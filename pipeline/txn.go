@@ -232,6 +232,44 @@ func (t *Txn) PutAtCommit(cf *ColumnFamily, key, payload []byte, value Positione
 	return t.eng.PutAtCommit(f, key, payload, value)
 }
 
+// PutKeyAtCommit buffers a put of value in cf under a key made at commit by key, from
+// payload and the commit's log position: records ordered by the position of the
+// commit that wrote them (the event store's index entries) are written with it, in
+// the same atomic batch and in the log entry's writes (after the PutAtCommit writes),
+// so Replay and Rebuild reproduce them. Keys made at commit are never read with
+// tracking: the write is not checked for conflicts and fails no other commit. Two
+// writes of one commit must make distinct keys (the last one wins otherwise). payload
+// and value are copied; value must fit MaxValueSize and the key made MaxKeySize (a
+// longer one fails the commit with an *ArgumentError). An engine without keys made at
+// commit (the JetStream engine) refuses with a *NotSupportedError.
+func (t *Txn) PutKeyAtCommit(cf *ColumnFamily, key PositionedValue, payload, value []byte) error {
+	const op = "Txn.PutKeyAtCommit"
+	if err := t.usable(); err != nil {
+		return err
+	}
+	km, ok := t.eng.(EngineKeyMaker)
+	if !ok {
+		return t.db.notSupported(op)
+	}
+	f, err := t.writable(op, cf)
+	if err != nil {
+		return err
+	}
+	if key == nil {
+		return &ArgumentError{Op: op, Arg: "key", Reason: "must not be nil"}
+	}
+	if fv, ok := key.(funcValue); ok && fv.fn == nil {
+		return &ArgumentError{Op: op, Arg: "key", Reason: "has a nil function"}
+	}
+	if len(payload) > MaxKeySize {
+		return &ArgumentError{Op: op, Arg: "payload", Reason: fmt.Sprintf("%d bytes exceeds the key limit of %d", len(payload), MaxKeySize), Err: ErrTooLarge}
+	}
+	if err := checkValue(op, value); err != nil {
+		return err
+	}
+	return km.PutKeyAtCommit(f, key, payload, value)
+}
+
 // AddEvents attaches events to the transaction's log entry. They are recorded at the
 // commit's log position, in order, and delivered to subscribers; a transaction with
 // events but no writes still gets a position. Every event is checked first; on an

@@ -81,7 +81,8 @@ func (s *Store) append(ctx context.Context, op, stream string, expected Expected
 // (DeleteStream) reads as no stream, and an append recreates it with revisions
 // continuing after the deleted ones; a tombstoned stream refuses every append with a
 // *StreamDeletedError. Events with tags write their tags' markers too (see
-// NoneMatching). On any error tx is left as it was.
+// NoneMatching), and every event its entries in the store's indexes (see ReadIndex).
+// On any error tx is left as it was.
 func (s *Store) AppendTxn(tx *pipeline.Txn, stream string, expected ExpectedRevision, events ...Event) error {
 	_, _, err := s.appendTxn("Store.AppendTxn", tx, stream, expected, nil, events)
 	return err
@@ -123,6 +124,10 @@ func (s *Store) appendTxn(op string, tx *pipeline.Txn, stream string, expected E
 	if err := s.require(tx, conds); err != nil {
 		return AppendResult{}, false, err
 	}
+	entries, err := s.indexEntries(op, stream, events)
+	if err != nil {
+		return AppendResult{}, false, err
+	}
 	first := uint64(0)
 	if hasHead {
 		first = cur + 1 // after a soft delete too: revisions continue
@@ -145,6 +150,9 @@ func (s *Store) appendTxn(op string, tx *pipeline.Txn, stream string, expected E
 		if err := tx.PutAtCommit(s.cf, eventKey(stream, first+uint64(i)), p, eventCodec); err != nil {
 			return AppendResult{}, false, err
 		}
+	}
+	if err := entries.put(s, tx, idx); err != nil {
+		return AppendResult{}, false, err
 	}
 	return AppendResult{NextExpectedRevision: last}, false, nil
 }

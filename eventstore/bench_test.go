@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"testing"
 
 	"github.com/rockline/rockline/eventstore"
@@ -18,13 +19,33 @@ func BenchmarkAppend(b *testing.B) { benchmarkAppend(b, pipeline.Config{}) }
 // one goroutine every append pays its own fsync, so it shows the lone writer's path.
 func BenchmarkAppendSync(b *testing.B) { benchmarkAppend(b, pipeline.Config{Sync: true}) }
 
+// BenchmarkAppendIndexed is BenchmarkAppend with the type, category and tag indexes
+// kept: three index entries per append (the event has one tag), beside
+// BenchmarkAppend's run of the same events without them.
+func BenchmarkAppendIndexed(b *testing.B) {
+	for _, indexed := range []bool{false, true} {
+		b.Run(fmt.Sprintf("indexed=%v", indexed), func(b *testing.B) {
+			var cfg eventstore.Config
+			if indexed {
+				cfg.Indexes = []eventstore.Index{eventstore.TypeIndex(), eventstore.CategoryIndex(), eventstore.TagIndex()}
+			}
+			_, es := openIndexed(b, filepath.Join(b.TempDir(), "db"), cfg)
+			appendLoop(b, es, eventstore.Event{Type: "happened", Data: make([]byte, 100), Tags: []string{"customer:7"}})
+		})
+	}
+}
+
 func benchmarkAppend(b *testing.B, cfg pipeline.Config) {
 	_, es, _ := openStore(b, cfg)
+	appendLoop(b, es, eventstore.Event{ID: "", Type: "happened", Data: make([]byte, 100)})
+}
+
+// appendLoop appends ev b.N times, by turns to 16 streams.
+func appendLoop(b *testing.B, es *eventstore.Store, ev eventstore.Event) {
 	next := make([]eventstore.ExpectedRevision, 16)
 	for i := range next {
 		next[i] = eventstore.NoStream
 	}
-	ev := eventstore.Event{ID: "", Type: "happened", Data: make([]byte, 100)}
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {

@@ -33,6 +33,17 @@
 // append's own expected revision. A query item must name a tag; events added with
 // pipeline.Txn.AddEvents write no marker and are not seen by conditions.
 //
+// A store may keep indexes (Config.Indexes, NewWithConfig): by event type, by the
+// stream's category, by tag, or by values a selector function returns. Each append
+// writes its events' entries in its own commit, keyed by log position with
+// pipeline.Txn.PutKeyAtCommit, so an index is never behind the log; ReadIndex and
+// ReadIndexBackward read the events under one value in log order from any place
+// (PositionAt turns a time into one), bounded by the position published when they
+// start, so reading on never misses or repeats an event. Reclaim deletes entries with
+// the records they shadow; Verify recounts them against the log. The indexes of a
+// database are fixed, in a process, by its first Store; one declared later is built
+// over the stored events before the Store is returned.
+//
 // A projection (StartProjection) commits its read model with its position, so it
 // applies each event exactly once. StartParallelProjection runs one with several
 // workers that share its streams (a stream's events stay in order, each worker keeps
@@ -50,6 +61,6 @@
 // commits they name, so it never returns less than an Append has already seen.
 //
 // This package uses only the core's public API (pipeline.DB.LayerFamily,
-// Txn.Get/Put/AddEvents/PutAtCommit, DB.View, DB.Entry, DB.WaitForPosition); the
+// Txn.Get/Put/AddEvents/PutAtCommit/PutKeyAtCommit, DB.View, DB.Entry, DB.WaitForPosition); the
 // core knows nothing of its key layout (see Store).
 package eventstore

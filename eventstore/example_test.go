@@ -196,3 +196,55 @@ func ExampleStore_ReadQuery() {
 	// bob: true true
 	// bob again: course-7 is full
 }
+
+// ExampleStore_ReadIndex keeps the type and category indexes, appends orders and
+// invoices, and reads one event type and one category through them: forward in
+// pages, backward from the end, and from a time.
+func ExampleStore_ReadIndex() {
+	ctx := context.Background()
+	dir, err := os.MkdirTemp("", "rockline-readindex-example-")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	db, err := pipeline.Open(dir, pipeline.Config{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer db.Close()
+	store, err := eventstore.NewWithConfig(ctx, db, eventstore.Config{Indexes: []eventstore.Index{
+		eventstore.TypeIndex(), eventstore.CategoryIndex(),
+	}})
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, s := range []string{"order-1", "invoice-1", "order-2", "order-3"} {
+		if _, err := store.Append(ctx, s, eventstore.NoStream,
+			eventstore.Event{Type: "Opened"}, eventstore.Event{Type: "Closed"}); err != nil {
+			log.Fatal(err)
+		}
+	}
+	streams := func(evs []eventstore.RecordedEvent) []string {
+		var out []string
+		for _, e := range evs {
+			out = append(out, e.Stream+"/"+e.Type)
+		}
+		return out
+	}
+
+	page, _ := store.ReadIndex(ctx, "type", "Closed", eventstore.Start, 2)
+	fmt.Println("closed, first page:", streams(page))
+	page, _ = store.ReadIndex(ctx, "type", "Closed", eventstore.Next(page[len(page)-1]), 2)
+	fmt.Println("closed, next page:", streams(page))
+	last, _ := store.ReadIndexBackward(ctx, "category", "order", eventstore.End, 3)
+	fmt.Println("orders, newest first:", streams(last))
+	e, _ := db.Entry(last[0].Position)
+	from, _ := store.PositionAt(ctx, e.Time) // the place of the last commit, found by its time
+	since, _ := store.ReadIndex(ctx, "category", "order", from, eventstore.ToEnd)
+	fmt.Println("orders since then:", streams(since))
+	// Output:
+	// closed, first page: [order-1/Closed invoice-1/Closed]
+	// closed, next page: [order-2/Closed order-3/Closed]
+	// orders, newest first: [order-3/Closed order-3/Opened order-2/Closed]
+	// orders since then: [order-3/Opened order-3/Closed]
+}

@@ -2,7 +2,11 @@ package eventstore
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
+	"fmt"
+	"math"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -13,10 +17,11 @@ import (
 // Reclaim deletes the index records of the revisions that streams' states hide: below
 // a soft delete or TruncateBefore, beyond MaxCount, older than MaxAge, and every
 // record of a tombstoned stream. Reads hide those revisions already; Reclaim frees
-// their space. The log entries stay (pipeline.DB.TruncateLog is the log's own
-// retention). Each stream's hidden records go in one range delete
-// (pipeline.Txn.DeleteRange), an ordinary commit; Reclaim returns how many records it
-// deleted.
+// their space, and deletes their events' index entries with them (and the index
+// entries of positions TruncateLog removed). The log entries stay
+// (pipeline.DB.TruncateLog is the log's own retention). Each stream's hidden records
+// go in one range delete (pipeline.Txn.DeleteRange), an ordinary commit with its
+// index entries' deletes; Reclaim returns how many records it deleted.
 func (s *Store) Reclaim(ctx context.Context) (int, error) {
 	var streams []string
 	err := s.db.View(func(tx *pipeline.Txn) error {
@@ -41,7 +46,67 @@ func (s *Store) Reclaim(ctx context.Context) (int, error) {
 			return total, err
 		}
 	}
-	return total, nil
+	return total, s.reclaimTruncatedEntries(ctx)
+}
+
+// deleteEntries deletes in tx the index entries of the events at places, whose log
+// entries give their values (the entries of a truncated position go with
+// reclaimTruncatedEntries).
+func (s *Store) deleteEntries(ctx context.Context, tx *pipeline.Txn, places []At) error {
+	if len(places) == 0 {
+		return nil
+	}
+	events, err := s.eventsAt(ctx, "(reclaim)", places)
+	if err != nil {
+		return err
+	}
+	var vals []string
+	for i := range events {
+		ev := &events[i]
+		for j := range s.indexes {
+			ix := &s.indexes[j]
+			if vals, err = ix.values("Store.Reclaim", fmt.Sprintf("stream %q revision %d", ev.Stream, ev.Revision), ev.Stream, &ev.Event, vals[:0]); err != nil {
+				return err
+			}
+			for _, v := range vals {
+				if err := tx.Delete(s.cf, indexKey(nil, indexPrefix(nil, ix.Name, v), ev.Position, ev.Index)); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// reclaimTruncatedEntries deletes, with a range delete per index value, the index
+// entries below the log's first position, whose events TruncateLog removed: reads
+// skip them already.
+func (s *Store) reclaimTruncatedEntries(ctx context.Context) error {
+	if len(s.indexes) == 0 || s.db.FirstPosition() <= 1 {
+		return nil
+	}
+	return s.db.Update(ctx, func(tx *pipeline.Txn) error {
+		first := s.db.FirstPosition()
+		it, err := tx.NewIterator(s.cf, pipeline.IterOptions{Lower: []byte{'x'}, Upper: []byte{'y'}})
+		if err != nil {
+			return err
+		}
+		defer it.Close()
+		for it.First(); it.Valid(); {
+			k := it.Key()
+			if len(k) < 1+indexPlace {
+				return fmt.Errorf("%w: index entry %x", pipeline.ErrCorrupt, k)
+			}
+			prefix := slices.Clone(k[:len(k)-indexPlace])
+			if binary.BigEndian.Uint64(k[len(k)-indexPlace:]) < first {
+				if err := tx.DeleteRange(s.cf, indexKey(nil, prefix, 0, 0), indexKey(nil, prefix, first, 0)); err != nil {
+					return err
+				}
+			}
+			it.Seek(append(indexKey(nil, prefix, math.MaxUint64, math.MaxUint32), 0)) // the next value's entries
+		}
+		return it.Err()
+	})
 }
 
 // reclaimStream deletes the hidden records of one stream with one range delete, in a
@@ -68,12 +133,24 @@ func (s *Store) reclaimStream(ctx context.Context, stream string) (int, error) {
 		if err != nil {
 			return err
 		}
+		var places []At // of the records deleted, when the store keeps indexes
 		for it.First(); it.Valid(); it.Next() {
 			n++
+			if len(s.indexes) > 0 {
+				pos, idx, _, err := parseEventValue(it.Value())
+				if err != nil {
+					it.Close()
+					return err
+				}
+				places = append(places, At{Position: pos, Index: idx})
+			}
 		}
 		err = it.Err()
 		it.Close()
 		if err != nil || n == 0 {
+			return err
+		}
+		if err := s.deleteEntries(ctx, tx, places); err != nil {
 			return err
 		}
 		return tx.DeleteRange(s.cf, eventKey(stream, 0), eventKey(stream, low))

@@ -2,6 +2,7 @@ package eventstore
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"fmt"
 	"sync"
@@ -29,6 +30,8 @@ const MaxStreamNameLen = 1024
 //	's' stream                 -> empty: the stream has a state (Reclaim's index)
 //	't' tag                    -> uvarint(position of the last commit that appended
 //	                              an event with the tag): the tag's marker
+//	'i' index name             -> the index's kind: an index the database keeps
+//	'x' index value position i -> empty: an index entry (see indexkey.go)
 //
 // A head is read with tracking and written with Txn.Put, so two appends that expect
 // the same revision conflict and exactly one wins. An event record names its commit's
@@ -39,6 +42,8 @@ type Store struct {
 	db *pipeline.DB
 	cf *pipeline.ColumnFamily
 
+	indexes []Index // fixed by agree
+
 	mu      sync.Mutex
 	running map[string]*Projection // projections started through this Store
 }
@@ -47,16 +52,52 @@ type Store struct {
 const layerName = "streams"
 
 // New returns the event store of db, creating its family the first time a database
-// has one. It fails with db's error (pipeline.ErrClosed on a closed database).
+// has one: NewWithConfig with the zero Config, which keeps the indexes the database
+// already keeps. It fails with db's error (pipeline.ErrClosed on a closed database).
 func New(db *pipeline.DB) (*Store, error) {
+	return NewWithConfig(context.Background(), db, Config{})
+}
+
+// NewWithConfig returns the event store of db as New does, keeping the indexes
+// cfg declares. The indexes of a database are fixed, within a process, by the first
+// Store made for it while it is open: a later Store declares the same names and
+// kinds, or none and adopts them, or fails with an *IndexMismatchError. The first
+// Store must declare every index the database already keeps (or none, adopting them:
+// such a Store cannot append while a selector index, whose function it lacks, is
+// kept); an index it declares that the database does not keep yet is built before
+// NewWithConfig returns, over every event already stored (a commit per 256 log
+// entries; ctx ends it), so no read of it misses an event. Indexes need keys made at
+// commit: on an engine without them (JetStream) a Config with indexes fails with a
+// *pipeline.NotSupportedError. Errors: cfg.Validate's, *IndexMismatchError, and db's.
+func NewWithConfig(ctx context.Context, db *pipeline.DB, cfg Config) (*Store, error) {
 	if db == nil {
 		return nil, &pipeline.ArgumentError{Op: "eventstore.New", Arg: "db", Reason: "must not be nil"}
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
 	}
 	cf, err := db.LayerFamily(layerName)
 	if err != nil {
 		return nil, err
 	}
-	return &Store{db: db, cf: cf}, nil
+	s := &Store{db: db, cf: cf}
+	if len(cfg.Indexes) > 0 {
+		if err := s.probeKeysAtCommit(); err != nil {
+			return nil, err
+		}
+	}
+	if err := s.agree(ctx, cfg.Indexes); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// probeKeysAtCommit checks that the engine writes keys made at commit, in a
+// transaction it discards.
+func (s *Store) probeKeysAtCommit() error {
+	tx := s.db.Begin()
+	defer tx.Discard()
+	return tx.PutKeyAtCommit(s.cf, indexKeyCodec, indexPayload(nil, indexPrefix(nil, "probe", "probe"), 0), nil)
 }
 
 // DB returns the database the store keeps its streams in.

@@ -20,6 +20,7 @@ type VerifyReport struct {
 	Records       uint64 // event records of the index
 	EventsChecked uint64 // events of a stream found in the log
 	Tags          uint64 // tag markers checked against the log
+	IndexEntries  uint64 // index entries checked against the log
 	ProblemCount  uint64 // every problem found; Problems lists the first ones
 	Problems      []string
 }
@@ -54,7 +55,11 @@ type verifiedStream struct {
 // its record (so no event is indexed twice or left out). Every tag marker must hold
 // the position of the last entry with a stream event carrying the tag, and every tag
 // of such an event must have a marker. Records and markers pointing below a
-// truncated log's first position are counted but cannot be checked.
+// truncated log's first position are counted but cannot be checked. Every index
+// entry must name a stream event whose record exists and which the index keys by the
+// entry's value, and each index must hold as many entries as the log's events with a
+// record have values under it (so none is missing); an index whose Select this Store
+// lacks is checked only entry by entry.
 //
 // Like pipeline.DB.Verify it expects a database that does not change meanwhile (a
 // read-only or secondary open). Progress, when set, is called with the stage
@@ -82,6 +87,8 @@ func (s *Store) Verify(ctx context.Context, progress func(stage string, done, to
 		return r, err
 	}
 	lastTagged := map[string]uint64{} // the log's last position of each tag
+	expected := map[string]uint64{}   // index -> entries the log's live events need
+	var vals []string
 	last := s.db.LastPosition()
 	for pos := first; pos <= last; {
 		if err := ctx.Err(); err != nil {
@@ -96,6 +103,9 @@ func (s *Store) Verify(ctx context.Context, progress func(stage string, done, to
 					for _, tag := range ev.Tags {
 						lastTagged[tag] = e.Position
 					}
+					if live(streams, &ev) {
+						vals = s.countEntries(&ev, expected, vals)
+					}
 				}
 			}
 			pos = e.Position + 1
@@ -109,6 +119,9 @@ func (s *Store) Verify(ctx context.Context, progress func(stage string, done, to
 		progress("log", pos-first, last-first+1)
 	}
 	checkMarkers(markers, lastTagged, first, &r)
+	if err := s.verifyIndexes(ctx, streams, first, expected, &r); err != nil {
+		return r, err
+	}
 	for _, name := range slices.Sorted(maps.Keys(streams)) {
 		v := streams[name]
 		if v.records && v.logEvents != v.visibleRecords {

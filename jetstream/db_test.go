@@ -67,6 +67,11 @@ func TestDBNotSupported(t *testing.T) {
 		"Txn.DeleteRange": func() error {
 			return db.Update(ctx, func(tx *pipeline.Txn) error { return tx.DeleteRange(db.Default(), []byte("a"), []byte("z")) })
 		},
+		"Txn.PutKeyAtCommit": func() error {
+			return db.Update(ctx, func(tx *pipeline.Txn) error {
+				return tx.PutKeyAtCommit(db.Default(), pipeline.NewPositionedValue("test.key", func(dst []byte, _ uint64, p []byte) []byte { return append(dst, p...) }), []byte("k"), nil)
+			})
+		},
 	}
 	for op, call := range calls {
 		err := call()
@@ -74,6 +79,13 @@ func TestDBNotSupported(t *testing.T) {
 		if !errors.As(err, &ns) || ns.Op != op || ns.Engine != jetstream.EngineName || !errors.Is(err, pipeline.ErrNotSupported) {
 			t.Errorf("%s = %v; want a *NotSupportedError naming it and the engine", op, err)
 		}
+	}
+	// The event store's indexes need keys made at commit: a Config declaring one is
+	// refused the same way, before the store writes anything.
+	_, err := eventstore.NewWithConfig(ctx, db, eventstore.Config{Indexes: []eventstore.Index{eventstore.TypeIndex()}})
+	var ns *pipeline.NotSupportedError
+	if !errors.As(err, &ns) || ns.Op != "Txn.PutKeyAtCommit" {
+		t.Errorf("eventstore.NewWithConfig with an index = %v; want a *NotSupportedError naming Txn.PutKeyAtCommit", err)
 	}
 	if p := db.LastPosition(); p != 0 {
 		t.Errorf("LastPosition = %d after refused calls; want 0", p)

@@ -99,8 +99,8 @@ func printVerify(o *options, rep pipeline.VerifyReport, streams *eventstore.Veri
 		fmt.Fprintf(o.out, "state     %-6s %s\n", "skipped", rep.StateSkipped)
 	}
 	if streams != nil {
-		fmt.Fprintf(o.out, "streams   %-6s %d streams, %d index records, %d events in the log, %d tag markers, %d problems\n",
-			mark(streams.OK()), streams.Streams, streams.Records, streams.EventsChecked, streams.Tags, streams.ProblemCount)
+		fmt.Fprintf(o.out, "streams   %-6s %d streams, %d index records, %d events in the log, %d tag markers, %d index entries, %d problems\n",
+			mark(streams.OK()), streams.Streams, streams.Records, streams.EventsChecked, streams.Tags, streams.IndexEntries, streams.ProblemCount)
 	} else {
 		fmt.Fprintf(o.out, "streams   %-6s no event store in this database\n", "none")
 	}

@@ -44,6 +44,9 @@ func (m *machine) check(t *rapid.T) {
 	}
 	m.compareAll(t, "check", eventstore.At{Position: m.model.first}, eventstore.ToEnd, filterSpec{}, false)
 	m.compareAll(t, "check", eventstore.End, eventstore.ToEnd, filterSpec{}, true)
+	for _, iv := range indexValues {
+		m.compareIndex(t, "check", iv, eventstore.Start, eventstore.ToEnd, false)
+	}
 	for _, s := range m.subs {
 		s.catchUp(t, m)
 	}

@@ -13,7 +13,7 @@ import (
 // Small pools keep collisions (two appends to one stream, a filter that matches some
 // events and not others) frequent.
 var (
-	streamNames = []string{"s0", "s1", "t0"}
+	streamNames = []string{"s-0", "s-1", "t-0"}
 	eventTypes  = []string{"a.1", "a.2", "b.1"}
 	// tagSets are the drawn events' tags: none, one, or two in either order.
 	tagSets = []string{"", "", "course:1", "student:a", "course:1,student:a", "student:a,course:2"}

@@ -89,9 +89,9 @@ func TestKillChild(t *testing.T) {
 	if err != nil {
 		t.Fatalf("child: Open: %v", err)
 	}
-	es, err := eventstore.New(db)
+	es, err := eventstore.NewWithConfig(context.Background(), db, storeConfig)
 	if err != nil {
-		t.Fatalf("child: eventstore.New: %v", err)
+		t.Fatalf("child: eventstore.NewWithConfig: %v", err)
 	}
 	if plan.ProjGen > 0 {
 		if _, err := startProjection(db, es, plan.ProjGen, plan.ProjFilter); err != nil {

@@ -145,10 +145,10 @@ func (m *machine) open(t *rapid.T) {
 	if err != nil {
 		fatalf(t, "Open: %v", err)
 	}
-	es, err := eventstore.New(db)
+	es, err := eventstore.NewWithConfig(context.Background(), db, storeConfig)
 	if err != nil {
 		db.Close()
-		fatalf(t, "eventstore.New: %v", err)
+		fatalf(t, "eventstore.NewWithConfig: %v", err)
 	}
 	m.db, m.es = db, es
 }
@@ -208,6 +208,7 @@ func (m *machine) actions() map[string]func(*rapid.T) {
 		"truncateLog":       m.truncateLog,
 		"readStream":        m.readStreamAction,
 		"readAll":           m.readAllAction,
+		"readIndex":         m.readIndexAction,
 		"subscribeAll":      m.subscribeAll,
 		"restartSub":        m.restartSub,
 		"crashSub":          m.crashSub,

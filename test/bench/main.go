@@ -34,6 +34,7 @@ import (
 type config struct {
 	quick                         bool
 	eventCount                    int
+	indexEvents                   int
 	duration, runTimeout          time.Duration
 	rounds                        int
 	engines                       []string
@@ -113,8 +114,9 @@ func parseFlags() (*config, string) {
 	fs.DurationVar(&c.runTimeout, "run-timeout", 90*time.Second, "a run taking longer than its duration plus this aborts the process")
 	fs.IntVar(&c.rounds, "rounds", 3, "rounds per scenario (figures are medians, with min and max)")
 	engines := fs.String("engines", "", "engines compared: any of "+strings.Join(allKinds, ",")+" (default: all full; all but "+kindBadger+" quick)")
-	scen := fs.String("scenarios", "", "scenarios to run: a (workers × keys grid), b (four databases), c (async/sync mix), d (conflicts), e (WAL off/on), f (bucket sweep on c), s (a's cells with an fsync per commit, commits per fsync), memory, tracing, events (projections and filtered subscriptions), large (data larger than the block cache, bloom filters on and off; needs about 2x4.3 GiB of disk at the default --large-keys), scale (one event store grown through --scale-sizes events, appends and stream reads measured at each size) (default: all full; a,b,c,d,memory,tracing,events quick)")
+	scen := fs.String("scenarios", "", "scenarios to run: a (workers × keys grid), b (four databases), c (async/sync mix), d (conflicts), e (WAL off/on), f (bucket sweep on c), s (a's cells with an fsync per commit, commits per fsync), memory, tracing, events (projections and filtered subscriptions), large (data larger than the block cache, bloom filters on and off; needs about 2x4.3 GiB of disk at the default --large-keys), scale (one event store grown through --scale-sizes events, appends and stream reads measured at each size), index (1% of --index-events read through the type index and by a scan) (default: all full; a,b,c,d,memory,tracing,events quick)")
 	fs.IntVar(&c.eventCount, "event-count", 0, "events scenario: events per run (default 20000 quick, 100000 full)")
+	fs.IntVar(&c.indexEvents, "index-events", 0, "index: events loaded, 1% of one type read through the type index and by a scan (default 100000 quick, 10000000 full)")
 	workers := fs.String("workers", "2,4,8", "scenario a: workers (crossed with --keys unless --grid is given)")
 	keys := fs.String("keys", "1,64,1000", "scenario a: keys per transaction")
 	grid := fs.String("grid", "", "scenario a: explicit W:K pairs, e.g. 4:64,2:1000 (default quick: 4:64,2:1000)")
@@ -176,6 +178,12 @@ func parseFlags() (*config, string) {
 		}
 	}
 	def(scen, "a,b,c,d,memory,tracing,events", "a,b,c,d,e,f,s,memory,tracing,events,appends")
+	if c.indexEvents == 0 {
+		c.indexEvents = 10000000
+		if c.quick {
+			c.indexEvents = 100000
+		}
+	}
 	if c.eventCount == 0 {
 		c.eventCount = 100000
 		if c.quick {
@@ -273,8 +281,8 @@ func parseFlags() (*config, string) {
 	}
 	c.scenarios = map[string]bool{}
 	for _, s := range strList(*scen) {
-		if !slices.Contains([]string{"a", "b", "c", "d", "e", "f", "memory", "tracing", "events", "appends", "large", "cluster", "jsbare", "s", "scale"}, s) {
-			errs = append(errs, fmt.Sprintf("unknown scenario %q (want a,b,c,d,e,f,s,memory,tracing,events,appends,large,cluster,jsbare,scale)", s))
+		if !slices.Contains([]string{"a", "b", "c", "d", "e", "f", "memory", "tracing", "events", "appends", "large", "cluster", "jsbare", "s", "scale", "index"}, s) {
+			errs = append(errs, fmt.Sprintf("unknown scenario %q (want a,b,c,d,e,f,s,memory,tracing,events,appends,large,cluster,jsbare,scale,index)", s))
 		}
 		c.scenarios[s] = true
 	}
@@ -479,6 +487,11 @@ func main() {
 			est += u
 		}
 	}
+	// the load at about 10 µs an event, then 2 reads a round, a scan at about 1 µs an event
+	indexUnit := time.Duration(cfg.indexEvents) * 10 * time.Microsecond
+	if cfg.scenarios["index"] {
+		est += indexUnit + time.Duration(cfg.rounds*cfg.indexEvents)*time.Microsecond
+	}
 	if cfg.scenarios["jsbare"] { // about 5 s to start the cluster, 2 s per run to open and delete its streams
 		n := 0
 		for _, g := range jsbareGroups(cfg.jsbareWorkers, cfg.jsbarePartitions, cfg.jsbareSides, cfg.jsbareScaleWorkers) {
@@ -659,6 +672,16 @@ func main() {
 			}
 		}
 	}
+	var indexRows []indexResult
+	if cfg.scenarios["index"] {
+		indexRows = runIndex(cfg, progress, emit)
+		tr.advance(indexUnit)
+		for _, r := range indexRows {
+			if r.Error != "" {
+				failed = true
+			}
+		}
+	}
 	var mt []memtableResult
 	if cfg.memtable {
 		mt = runMemtableSweep(cfg, tr.each(mtUnit), emit)
@@ -707,6 +730,10 @@ func main() {
 	if len(scaleRows) > 0 {
 		fmt.Fprintf(w, "\n### Flat at scale: one event store grown through %d sizes\n\n", len(scaleRows))
 		writeScaleTable(w, cfg, scaleRows)
+	}
+	if len(indexRows) > 0 {
+		fmt.Fprintf(w, "\n### Indexes: 1%% of the events read through the type index and by a scan of the log\n\n")
+		writeIndexTable(w, indexRows)
 	}
 	if len(mt) > 0 {
 		fmt.Fprintf(w, "\n### Memtable sweep\n\n")

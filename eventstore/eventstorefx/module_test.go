@@ -43,6 +43,22 @@ func TestProvidesEventStore(t *testing.T) {
 	}
 }
 
+// TestSuppliedConfig: a Config supplied to the graph gives the store its indexes.
+func TestSuppliedConfig(t *testing.T) {
+	var es *eventstore.Store
+	cfg := eventstore.Config{Indexes: []eventstore.Index{eventstore.TypeIndex()}}
+	app := fxtest.New(t, settings(t), fx.Supply(cfg), pipelinefx.Module, eventstorefx.Module, fx.Populate(&es))
+	app.RequireStart()
+	defer app.RequireStop()
+	if _, err := es.Append(context.Background(), "s", eventstore.NoStream, eventstore.Event{Type: "t"}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := es.ReadIndex(context.Background(), "type", "t", eventstore.Start, eventstore.ToEnd)
+	if err != nil || len(got) != 1 {
+		t.Errorf("ReadIndex through the provided store = %d events, %v; want 1", len(got), err)
+	}
+}
+
 // TestNeedsDB: without a module providing the database the graph does not validate.
 func TestNeedsDB(t *testing.T) {
 	err := fx.ValidateApp(eventstorefx.Module, fx.Invoke(func(*eventstore.Store) {}))

@@ -134,8 +134,15 @@ func (pp *ParallelProjection) Resume() error {
 
 // Reset rebuilds the read model from the start of the log, as Projection.Reset does
 // for one: it pauses every worker, drops and re-creates the families of Owns once,
-// sets every worker's position back to 0 and resumes them.
+// sets every worker's position back to 0 and resumes the workers that were not
+// paused before (a paused projection stays paused).
 func (pp *ParallelProjection) Reset(ctx context.Context) error {
+	wasPaused := make([]bool, len(pp.parts))
+	for i, p := range pp.parts {
+		p.mu.Lock()
+		wasPaused[i] = p.paused
+		p.mu.Unlock()
+	}
 	if err := pp.Pause(); err != nil {
 		return err
 	}
@@ -147,7 +154,13 @@ func (pp *ParallelProjection) Reset(ctx context.Context) error {
 			return err
 		}
 	}
-	return pp.Resume()
+	var errs []error
+	for i, p := range pp.parts {
+		if !wasPaused[i] {
+			errs = append(errs, p.Resume())
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // Close stops every worker and waits for them; it returns the first error that

@@ -148,6 +148,21 @@ func TestParallelProjection(t *testing.T) {
 	if n := len(pp.Workers()); n != 4 {
 		t.Errorf("%d workers, want 4", n)
 	}
+	// A paused projection stays paused through Reset, as a single one does (the model
+	// test found a Reset that resumed it).
+	if err := pp.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	if err := pp.Reset(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if st := pp.Status(); st.State != eventstore.ProjectionPaused {
+		t.Errorf("after Reset of a paused projection: status %+v, want paused", st)
+	}
+	if err := pp.Resume(); err != nil {
+		t.Fatal(err)
+	}
+	check("reset while paused, then resumed", pp)
 }
 
 // TestParallelProjectionConfig: bad worker counts and names too long for the

@@ -42,10 +42,11 @@ const (
 // then starting the one at KillAt), and the projection generation to run meanwhile
 // (0: none).
 type childPlan struct {
-	Ops        []op `json:"ops"`
-	KillAt     int  `json:"kill_at"`
-	ProjGen    int  `json:"proj_gen,omitempty"`
-	ProjFilter int  `json:"proj_filter,omitempty"`
+	Ops         []op `json:"ops"`
+	KillAt      int  `json:"kill_at"`
+	ProjGen     int  `json:"proj_gen,omitempty"`
+	ProjFilter  int  `json:"proj_filter,omitempty"`
+	ProjWorkers int  `json:"proj_workers,omitempty"`
 }
 
 // op is one operation of the child.
@@ -94,7 +95,7 @@ func TestKillChild(t *testing.T) {
 		t.Fatalf("child: eventstore.NewWithConfig: %v", err)
 	}
 	if plan.ProjGen > 0 {
-		if _, err := startProjection(db, es, plan.ProjGen, plan.ProjFilter); err != nil {
+		if _, err := startProjection(db, es, plan.ProjGen, plan.ProjFilter, plan.ProjWorkers); err != nil {
 			t.Fatalf("child: StartProjection: %v", err)
 		}
 	}
@@ -207,7 +208,7 @@ func (m *machine) kill(t *rapid.T) {
 	m.closeDB(t)
 	plan := childPlan{Ops: ops, KillAt: killAt}
 	if pr := m.proj; pr != nil && pr.wasRunning && !pr.doomed {
-		plan.ProjGen, plan.ProjFilter = pr.gen, pr.filter
+		plan.ProjGen, plan.ProjFilter, plan.ProjWorkers = pr.gen, pr.filter, pr.workers
 	}
 	acks := runChild(t, m.dir, plan)
 	m.open(t)
@@ -232,7 +233,7 @@ func (m *machine) kill(t *rapid.T) {
 		m.applyOp(t, o, pos)
 	}
 	if pr := m.proj; pr != nil && pr.wasRunning && !pr.doomed {
-		m.compareReadModel(t, pr, m.storedPosition(t, pr.gen))
+		m.compareReadModel(t, pr, m.storedPositions(t, pr))
 	}
 	for _, s := range m.subs {
 		s.start(t, m, s.crash(), 0, 0)

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
@@ -15,19 +16,22 @@ import (
 )
 
 // The projection counts the matching events per stream ("-" for events of no stream)
-// in a family it owns. Its read model must always count exactly the matching events
-// up to its stored position: none twice, none skipped, across pauses, resets, closes,
-// reopens and kills. A Reset once the log is truncated cannot apply the removed events
+// in a family it owns; it runs one handler (StartProjection) or two or three workers
+// that share the streams (StartParallelProjection). Its read model must always count
+// exactly the matching events of each stream up to the stored position of the
+// worker that applies the stream: none twice, none skipped, across pauses, resets,
+// closes, reopens and kills. A Reset once the log is truncated cannot apply the removed events
 // again: the projection then fails with ErrLogTruncated, and the next one started is
 // a new generation (a new name and family).
 
 // proj is the projection of the machine, running or not.
 type proj struct {
-	gen    int
-	filter int // index in filters
-	p      *eventstore.Projection
-	paused bool
-	doomed bool // reset on a truncated log: it fails once it runs
+	gen     int
+	filter  int // index in filters
+	workers int // 1: StartProjection; more: StartParallelProjection
+	p       projRunner
+	paused  bool
+	doomed  bool // reset on a truncated log: it fails once it runs
 	// wasRunning: it ran when the database closed, so it starts again after the reopen.
 	wasRunning bool
 }
@@ -70,12 +74,36 @@ func projConfig(db *pipeline.DB, gen, filter int) eventstore.ProjectionConfig {
 	}
 }
 
-// startProjection starts generation gen on db's store, creating its family first.
-func startProjection(db *pipeline.DB, es *eventstore.Store, gen, filter int) (*eventstore.Projection, error) {
+// projRunner is what *eventstore.Projection and *eventstore.ParallelProjection both
+// offer.
+type projRunner interface {
+	Close() error
+	Pause() error
+	Resume() error
+	Reset(ctx context.Context) error
+	Status() eventstore.ProjectionStatus
+	CaughtUp(ctx context.Context, pos uint64) error
+	Wait() error
+}
+
+// startProjection starts generation gen on db's store with workers workers, creating
+// its family first.
+func startProjection(db *pipeline.DB, es *eventstore.Store, gen, filter, workers int) (projRunner, error) {
 	if _, err := db.EnsureColumnFamily(projFamily(gen)); err != nil {
 		return nil, err
 	}
-	return es.StartProjection(context.Background(), projConfig(db, gen, filter))
+	if workers > 1 {
+		pp, err := es.StartParallelProjection(context.Background(), projConfig(db, gen, filter), workers)
+		if err != nil {
+			return nil, err
+		}
+		return pp, nil
+	}
+	p, err := es.StartProjection(context.Background(), projConfig(db, gen, filter))
+	if err != nil {
+		return nil, err
+	}
+	return p, nil
 }
 
 func (m *machine) running(t *rapid.T) *proj {
@@ -92,10 +120,11 @@ func (m *machine) projStart(t *rapid.T) {
 		m.gens++
 		// A new projection reads the log from its start: once the log is truncated it
 		// fails with ErrLogTruncated.
-		m.proj = &proj{gen: m.gens, filter: rapid.IntRange(0, len(filters)-1).Draw(t, "projection filter"), doomed: m.model.first > 1}
+		m.proj = &proj{gen: m.gens, filter: rapid.IntRange(0, len(filters)-1).Draw(t, "projection filter"),
+			workers: rapid.IntRange(1, 3).Draw(t, "projection workers"), doomed: m.model.first > 1}
 	}
 	pr := m.proj
-	p, err := startProjection(m.db, m.es, pr.gen, pr.filter)
+	p, err := startProjection(m.db, m.es, pr.gen, pr.filter, pr.workers)
 	if pr.p != nil {
 		expectIs(t, "StartProjection of a running projection", err, eventstore.ErrProjectionRunning)
 		return
@@ -188,7 +217,7 @@ func (m *machine) restartProjection(t *rapid.T) {
 		return
 	}
 	m.proj.wasRunning = false
-	p, err := startProjection(m.db, m.es, m.proj.gen, m.proj.filter)
+	p, err := startProjection(m.db, m.es, m.proj.gen, m.proj.filter, m.proj.workers)
 	if err != nil {
 		fatalf(t, "StartProjection(%s) after reopening: %v", projName(m.proj.gen), err)
 	}
@@ -203,7 +232,7 @@ func (m *machine) projectionStored(t *rapid.T) (uint64, bool) {
 		return 0, false
 	}
 	if pr.p == nil {
-		return m.storedPosition(t, pr.gen), true
+		return slices.Min(m.storedPositions(t, pr)), true
 	}
 	if !pr.paused {
 		m.caughtUp(t, pr)
@@ -219,19 +248,46 @@ func (m *machine) caughtUp(t *rapid.T, pr *proj) {
 	}
 }
 
-// storedPosition is the projection's position as Projections lists it (0 when it has
-// stored none).
-func (m *machine) storedPosition(t *rapid.T, gen int) uint64 {
+// storedPositions are the positions of the projection's workers as Projections lists
+// them (0 for one that has stored none).
+func (m *machine) storedPositions(t *rapid.T, pr *proj) []uint64 {
 	list, err := m.es.Projections()
 	if err != nil {
 		fatalf(t, "Projections: %v", err)
 	}
+	names := workerNames(pr)
+	out := make([]uint64, len(names))
 	for _, st := range list {
-		if st.Name == projName(gen) {
-			return st.Position
+		if i := slices.Index(names, st.Name); i >= 0 {
+			out[i] = st.Position
 		}
 	}
-	return 0
+	return out
+}
+
+// workerNames are the names the projection's workers store their positions under.
+func workerNames(pr *proj) []string {
+	if pr.workers <= 1 {
+		return []string{projName(pr.gen)}
+	}
+	out := make([]string, pr.workers)
+	for i := range out {
+		out[i] = fmt.Sprintf("%s/%d-of-%d", projName(pr.gen), i, pr.workers)
+	}
+	return out
+}
+
+// runningPositions are the positions of the running projection's workers.
+func runningPositions(pr *proj) []uint64 {
+	pp, ok := pr.p.(*eventstore.ParallelProjection)
+	if !ok {
+		return []uint64{pr.p.Status().Position}
+	}
+	var out []uint64
+	for _, w := range pp.Workers() {
+		out = append(out, w.Status().Position)
+	}
+	return out
 }
 
 // checkProjection: a running projection catches up (a doomed one fails with
@@ -242,17 +298,20 @@ func (m *machine) checkProjection(t *rapid.T) {
 	if pr == nil {
 		return
 	}
-	var pos uint64
+	var pos []uint64
 	switch {
 	case pr.p == nil:
-		pos = m.storedPosition(t, pr.gen)
+		pos = m.storedPositions(t, pr)
 	case pr.doomed && !pr.paused:
+		ended := make(chan error, 1)
+		go func() { ended <- pr.p.Wait() }() // ends with the projection, at the latest at teardown's Close
+		var err error
 		select {
-		case <-pr.p.Done():
+		case err = <-ended:
 		case <-time.After(deadline):
 			fatalf(t, "projection reset on a truncated log still runs after %v: %+v", deadline, pr.p.Status())
 		}
-		expectIs(t, "projection reset on a truncated log", pr.p.Wait(), pipeline.ErrLogTruncated)
+		expectIs(t, "projection reset on a truncated log", err, pipeline.ErrLogTruncated)
 		if st := pr.p.Status(); st.State != eventstore.ProjectionFailed {
 			fatalf(t, "projection reset on a truncated log: status %+v, want failed", st)
 		}
@@ -270,21 +329,28 @@ func (m *machine) checkProjection(t *rapid.T) {
 		if st.State != want {
 			fatalf(t, "projection status %+v, want %s", st, want)
 		}
-		pos = st.Position
+		pos = runningPositions(pr)
 	}
 	m.compareReadModel(t, pr, pos)
 }
 
-// compareReadModel fails t unless the projection's family counts exactly the matching
-// events at or below pos.
-func (m *machine) compareReadModel(t *rapid.T, pr *proj, pos uint64) {
-	want := make(map[string]uint64)
-	for _, e := range m.model.matchingUpTo(filters[pr.filter], 0, pos) {
-		key := e.stream
-		if key == "" {
-			key = "-"
+// compareReadModel fails t unless the projection's family counts, for each stream,
+// exactly the matching events at or below the position of one of its workers (pos):
+// the worker that applies the stream, which the test does not name (an event
+// skipped or applied twice makes a count no worker's position gives).
+func (m *machine) compareReadModel(t *rapid.T, pr *proj, pos []uint64) {
+	counts := make([]map[string]uint64, len(pos))
+	keys := map[string]bool{}
+	for i, p := range pos {
+		counts[i] = make(map[string]uint64)
+		for _, e := range m.model.matchingUpTo(filters[pr.filter], 0, p) {
+			key := e.stream
+			if key == "" {
+				key = "-"
+			}
+			counts[i][key]++
+			keys[key] = true
 		}
-		want[key]++
 	}
 	got := make(map[string]uint64)
 	cf, err := m.db.ColumnFamily(projFamily(pr.gen))
@@ -305,7 +371,23 @@ func (m *machine) compareReadModel(t *rapid.T, pr *proj, pos uint64) {
 	if err != nil {
 		fatalf(t, "reading the read model: %v", err)
 	}
+	for k := range got {
+		keys[k] = true
+	}
+	want := make(map[string]uint64) // the count of the worker whose position explains it, else worker 0's
+	for k := range keys {
+		want[k] = counts[0][k]
+		for _, c := range counts {
+			if c[k] == got[k] {
+				want[k] = c[k]
+				break
+			}
+		}
+		if want[k] == 0 {
+			delete(want, k)
+		}
+	}
 	if diff := cmp.Diff(want, got, equateEmpty); diff != "" {
-		fatalf(t, "projection %s (filter %v) at position %d: counts (-model +read model):\n%s", projName(pr.gen), filters[pr.filter], pos, diff)
+		fatalf(t, "projection %s (%d workers, filter %v) at positions %v: counts (-model +read model):\n%s", projName(pr.gen), pr.workers, filters[pr.filter], pos, diff)
 	}
 }

@@ -77,10 +77,11 @@ func (s *Store) SwapAlias(ctx context.Context, alias, from, to string) error {
 // Rebuild replaces the version of a read model that alias names with next, without
 // downtime: it starts next (its own name and its own families in Owns, built from the
 // start of the log while old keeps serving), waits until next has applied every event
-// published when it was called (ctx bounds the wait), swaps alias from old's name to
-// next's in one commit, then closes old and drops old's families (each drop waits, as
-// every drop does, for the commits that still use it) and deletes old's stored
-// position. It returns next, running. On
+// published when it was called (ctx bounds the wait and the steps after it, not next's
+// life: next runs until its Close or the database's, as old did), swaps alias from
+// old's name to next's in one commit, then closes old and drops old's families (each
+// drop waits, as every drop does, for the commits that still use it) and deletes
+// old's stored position. It returns next, running. On
 // an error before the swap, next is closed and its families are left for the caller;
 // old keeps serving. old may be nil for a first build (the alias then must name
 // nothing).
@@ -100,7 +101,7 @@ func (s *Store) Rebuild(ctx context.Context, alias string, old *Projection, next
 			return nil, err
 		}
 	}
-	p, err := s.StartProjection(ctx, next)
+	p, err := s.StartProjection(context.WithoutCancel(ctx), next)
 	if err != nil {
 		return nil, err
 	}

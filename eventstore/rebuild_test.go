@@ -195,3 +195,24 @@ func load(m *sync.Map, k string) int64 {
 	}
 	return 0
 }
+
+// TestRebuildOutlivesItsContext: the context given to Rebuild bounds the wait, not
+// the version it returns: cancelled once Rebuild returned, the new version still
+// applies what is appended next (the model test found it stopping with the context).
+func TestRebuildOutlivesItsContext(t *testing.T) {
+	db, es, _ := openStore(t, pipeline.Config{})
+	appendLoad(t, es, "before", 10)
+	rctx, cancel := context.WithCancel(ctx)
+	p, err := es.Rebuild(rctx, "totals", nil, eventstore.ProjectionConfig{Name: "v1", Filter: ordersOnly, Handle: totals(db, "v1"), Owns: []string{"v1"}})
+	cancel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	appendLoad(t, es, "after", 10)
+	wctx, wcancel := context.WithTimeout(ctx, deadline)
+	defer wcancel()
+	if err := p.CaughtUp(wctx, db.LastPosition()); err != nil {
+		t.Fatalf("the rebuilt version after its Rebuild context ended: %v (status %+v)", err, p.Status())
+	}
+}

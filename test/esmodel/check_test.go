@@ -51,6 +51,7 @@ func (m *machine) check(t *rapid.T) {
 		s.catchUp(t, m)
 	}
 	m.checkProjection(t)
+	m.checkAlias(t)
 }
 
 // fatalf fails the sequence. The failure's message is format with its verbs blanked

@@ -1,6 +1,7 @@
 // Package esmodel_test is the model-based test of the event store: random sequences
 // of appends (every expectation, retries, racing goroutines), reads both ways, deletes,
-// tombstones, stream metadata, Reclaim, log truncation, subscriptions, a projection,
+// tombstones, stream metadata, Reclaim, log truncation, index reads, subscriptions, a
+// projection (one handler or parallel workers, rebuilt blue/green through an alias),
 // reopens and SIGKILLs, each checked against an in-memory model of what
 // package eventstore documents.
 package esmodel_test
@@ -129,7 +130,9 @@ type machine struct {
 	nsubs int // subscribers made, for their names
 	proj  *proj
 	gens  int // projection generations made
-	cps   int // log checkpoints taken
+	// aliasGen is the generation the read model's alias names (0: none yet).
+	aliasGen int
+	cps      int // log checkpoints taken
 }
 
 func newMachine(t *rapid.T, dir string, st *stats) *machine {
@@ -219,6 +222,7 @@ func (m *machine) actions() map[string]func(*rapid.T) {
 		"projPause":         m.projPause,
 		"projResume":        m.projResume,
 		"projReset":         m.projReset,
+		"projRebuild":       m.projRebuild,
 		"reopen":            m.reopen,
 		"kill":              m.kill,
 		"":                  m.check,

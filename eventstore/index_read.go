@@ -77,13 +77,7 @@ func (s *Store) readIndex(ctx context.Context, op, index, value string, from At,
 			return err
 		}
 		defer it.Close()
-		step := it.Next
-		if backward {
-			it.Last()
-			step = it.Prev
-		} else {
-			it.First()
-		}
+		step := begin(it, backward)
 		for ; it.Valid() && want(limit, len(places)); step() {
 			k := it.Key()
 			if len(k) < len(prefix)+indexPlace {

@@ -149,13 +149,7 @@ func (s *Store) refsIn(tx *pipeline.Txn, stream string, low, head, from uint64, 
 		return nil, err
 	}
 	defer it.Close()
-	step := it.Next
-	if backward {
-		it.Last()
-		step = it.Prev
-	} else {
-		it.First()
-	}
+	step := begin(it, backward)
 	var refs []ref
 	for ; it.Valid() && want(limit, len(refs)); step() {
 		k := it.Key()
@@ -232,4 +226,15 @@ func (s *Store) age(tx *pipeline.Txn, stream string, rev uint64, cutoff time.Tim
 		return old, nil
 	}
 	return young, nil
+}
+
+// begin puts it on its first key in the read's direction and returns the step to the
+// next one.
+func begin(it *pipeline.Iterator, backward bool) func() {
+	if backward {
+		it.Last()
+		return it.Prev
+	}
+	it.First()
+	return it.Next
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
-	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -27,32 +26,11 @@ func TestPutKeyAtCommit(t *testing.T) {
 			db, _ := openDB(t, pipeline.Config{Validation: pol, Lanes: 4})
 			cf := dropCreate(t, db, "idx")
 			const workers, each = 4, 40
-			positions := make([][]uint64, workers)
-			var wg sync.WaitGroup
-			for w := range workers {
-				wg.Go(func() {
-					for i := range each {
-						tx := db.Begin()
-						// Every commit also puts the one key "x/" + its position would
-						// make if keys were checked: racing commits must all succeed.
-						if err := tx.PutKeyAtCommit(cf, positionKey, []byte("x/"), []byte(fmt.Sprintf("w%d/%d", w, i))); err != nil {
-							t.Error(err)
-							tx.Discard()
-							return
-						}
-						pos, err := tx.CommitPosition(ctx)
-						if err != nil {
-							t.Error(err)
-							return
-						}
-						positions[w] = append(positions[w], pos)
-					}
-				})
-			}
-			wait(t, wg.Wait, "the racing commits")
-			if t.Failed() {
-				t.FailNow()
-			}
+			// Every commit makes a key from the same payload "x/": were keys made at
+			// commit checked for conflicts, these would conflict by the payload alone.
+			positions := racingCommits(t, db, workers, each, func(tx *pipeline.Txn, w, i int) error {
+				return tx.PutKeyAtCommit(cf, positionKey, []byte("x/"), []byte(fmt.Sprintf("w%d/%d", w, i)))
+			})
 			check := func(db *pipeline.DB, cf *pipeline.ColumnFamily) {
 				t.Helper()
 				for w := range workers {

@@ -106,31 +106,9 @@ func TestPutAtCommitConcurrent(t *testing.T) {
 			db, _ := openDB(t, pipeline.Config{Validation: pol, Lanes: 4})
 			cf := dropCreate(t, db, "idx")
 			const workers, each = 4, 50
-			positions := make([][]uint64, workers)
-			var wg sync.WaitGroup
-			for w := range workers {
-				wg.Go(func() {
-					for i := range each {
-						tx := db.Begin()
-						k := fmt.Sprintf("w%d/%d", w, i)
-						if err := tx.PutAtCommit(cf, []byte(k), nil, positionValue); err != nil {
-							t.Error(err)
-							tx.Discard()
-							return
-						}
-						pos, err := tx.CommitPosition(ctx)
-						if err != nil {
-							t.Error(err)
-							return
-						}
-						positions[w] = append(positions[w], pos)
-					}
-				})
-			}
-			wait(t, wg.Wait, "the racing commits")
-			if t.Failed() {
-				t.FailNow()
-			}
+			positions := racingCommits(t, db, workers, each, func(tx *pipeline.Txn, w, i int) error {
+				return tx.PutAtCommit(cf, []byte(fmt.Sprintf("w%d/%d", w, i)), nil, positionValue)
+			})
 			for w := range workers {
 				for i, pos := range positions[w] {
 					got := mustGet(t, db, cf, fmt.Sprintf("w%d/%d", w, i))
@@ -284,4 +262,36 @@ func TestWaitForPosition(t *testing.T) {
 	if err := recv(t, closing, "the wait ended by Close"); !errors.Is(err, pipeline.ErrClosed) {
 		t.Errorf("WaitForPosition across Close = %v, want ErrClosed", err)
 	}
+}
+
+// racingCommits runs workers goroutines that each commit each transactions, fn
+// filling transaction i of worker w, and returns the positions each worker's commits
+// got, in order; it fails t now if any did not commit.
+func racingCommits(t *testing.T, db *pipeline.DB, workers, each int, fn func(tx *pipeline.Txn, w, i int) error) [][]uint64 {
+	t.Helper()
+	positions := make([][]uint64, workers)
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			for i := range each {
+				tx := db.Begin()
+				if err := fn(tx, w, i); err != nil {
+					t.Error(err)
+					tx.Discard()
+					return
+				}
+				pos, err := tx.CommitPosition(ctx)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				positions[w] = append(positions[w], pos)
+			}
+		})
+	}
+	wait(t, wg.Wait, "the racing commits")
+	if t.Failed() {
+		t.FailNow()
+	}
+	return positions
 }

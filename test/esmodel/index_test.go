@@ -112,32 +112,10 @@ func (m *machine) compareIndex(t *rapid.T, what string, iv indexValue, from even
 	}
 }
 
-// readIndexAction: a read of a drawn index value, from a drawn place (the start or
-// end, the log's first position, or at, after or before a drawn event), either way,
-// with a drawn limit.
+// readIndexAction: a read of a drawn index value, from a drawn place (drawFrom),
+// either way, with a drawn limit.
 func (m *machine) readIndexAction(t *rapid.T) {
 	iv := indexValues[rapid.IntRange(0, len(indexValues)-1).Draw(t, "index value")]
 	backward := rapid.Bool().Draw(t, "backward")
-	var from eventstore.At
-	switch k := rapid.IntRange(0, 4).Draw(t, "from kind"); {
-	case k == 0 || len(m.model.events) == 0:
-		from = eventstore.Start
-		if backward {
-			from = eventstore.End
-		}
-	case k == 1:
-		from = eventstore.At{Position: m.model.first}
-	default:
-		e := m.model.events[rapid.IntRange(0, len(m.model.events)-1).Draw(t, "event")]
-		rec := eventstore.RecordedEvent{Position: e.pos, Index: e.idx}
-		switch k {
-		case 2:
-			from = eventstore.At{Position: e.pos, Index: e.idx}
-		case 3:
-			from = eventstore.Next(rec)
-		default:
-			from = eventstore.Prev(rec)
-		}
-	}
-	m.compareIndex(t, "readIndex", iv, from, drawLimit(t), backward)
+	m.compareIndex(t, "readIndex", iv, m.drawFrom(t, backward), drawLimit(t), backward)
 }

@@ -83,26 +83,30 @@ func (m *machine) readStreamAction(t *rapid.T) {
 // after or before one), either way, with a drawn limit and filter.
 func (m *machine) readAllAction(t *rapid.T) {
 	backward := rapid.Bool().Draw(t, "backward")
-	var from eventstore.At
+	m.compareAll(t, "readAll", m.drawFrom(t, backward), drawLimit(t), drawFilter(t, "filter"), backward)
+}
+
+// drawFrom draws where a read of the log starts: the start (or the end, backward),
+// the log's first position, or at, after or before a drawn event.
+func (m *machine) drawFrom(t *rapid.T, backward bool) eventstore.At {
 	switch k := rapid.IntRange(0, 4).Draw(t, "from kind"); {
 	case k == 0 || len(m.model.events) == 0:
-		from = eventstore.Start
 		if backward {
-			from = eventstore.End
+			return eventstore.End
 		}
+		return eventstore.Start
 	case k == 1:
-		from = eventstore.At{Position: m.model.first}
+		return eventstore.At{Position: m.model.first}
 	default:
 		e := m.model.events[rapid.IntRange(0, len(m.model.events)-1).Draw(t, "event")]
 		rec := eventstore.RecordedEvent{Position: e.pos, Index: e.idx}
 		switch k {
 		case 2:
-			from = eventstore.At{Position: e.pos, Index: e.idx}
+			return eventstore.At{Position: e.pos, Index: e.idx}
 		case 3:
-			from = eventstore.Next(rec)
+			return eventstore.Next(rec)
 		default:
-			from = eventstore.Prev(rec)
+			return eventstore.Prev(rec)
 		}
 	}
-	m.compareAll(t, "readAll", from, drawLimit(t), drawFilter(t, "filter"), backward)
 }

@@ -270,6 +270,23 @@ func TestIndexBuildAndAgreement(t *testing.T) {
 	if got := len(es2.Indexes()); got != 2 {
 		t.Errorf("New after a reopen adopts %d indexes, want the 2 the database keeps", got)
 	}
+	if err := db2.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	// A read-only open declaring the indexes the database keeps reads them.
+	ro, err := pipeline.OpenReadOnly(dir, pipeline.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ro.Close()
+	esro, err := eventstore.NewWithConfig(ctx, ro, eventstore.Config{Indexes: []eventstore.Index{eventstore.TypeIndex(), eventstore.CategoryIndex()}})
+	if err != nil {
+		t.Fatalf("NewWithConfig on a read-only open: %v", err)
+	}
+	if got, err := esro.ReadIndex(ctx, "type", "seeded", eventstore.Start, eventstore.ToEnd); err != nil || len(got) != 4 {
+		t.Errorf("ReadIndex on a read-only open = %d events, %v; want 4", len(got), err)
+	}
 }
 
 // TestIndexSelectorAndArguments: a selector's bad value fails the append naming it,

@@ -21,7 +21,9 @@ import (
 // entries of positions TruncateLog removed). The log entries stay
 // (pipeline.DB.TruncateLog is the log's own retention). Each stream's hidden records
 // go in one range delete (pipeline.Txn.DeleteRange), an ordinary commit with its
-// index entries' deletes; Reclaim returns how many records it deleted.
+// index entries' deletes; Reclaim returns how many records it deleted. A Store made
+// without the function of a selector index its database keeps cannot compute that
+// index's entries, and its Reclaim fails with an *IndexMismatchError.
 func (s *Store) Reclaim(ctx context.Context) (int, error) {
 	var streams []string
 	err := s.db.View(func(tx *pipeline.Txn) error {
@@ -82,11 +84,11 @@ func (s *Store) deleteEntries(ctx context.Context, tx *pipeline.Txn, places []At
 // entries below the log's first position, whose events TruncateLog removed: reads
 // skip them already.
 func (s *Store) reclaimTruncatedEntries(ctx context.Context) error {
-	if len(s.indexes) == 0 || s.db.FirstPosition() <= 1 {
+	first := s.db.FirstPosition()
+	if len(s.indexes) == 0 || first <= max(s.swept.Load(), 1) {
 		return nil
 	}
-	return s.db.Update(ctx, func(tx *pipeline.Txn) error {
-		first := s.db.FirstPosition()
+	err := s.db.Update(ctx, func(tx *pipeline.Txn) error {
 		it, err := tx.NewIterator(s.cf, pipeline.IterOptions{Lower: []byte{'x'}, Upper: []byte{'y'}})
 		if err != nil {
 			return err
@@ -107,6 +109,10 @@ func (s *Store) reclaimTruncatedEntries(ctx context.Context) error {
 		}
 		return it.Err()
 	})
+	if err == nil {
+		s.swept.Store(first)
+	}
+	return err
 }
 
 // reclaimStream deletes the hidden records of one stream with one range delete, in a

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"unicode/utf8"
 
 	"github.com/rockline/rockline/eventstore/revision"
@@ -43,6 +45,9 @@ type Store struct {
 	cf *pipeline.ColumnFamily
 
 	indexes []Index // fixed by agree
+	// swept is the log's first position when Reclaim last deleted the index entries
+	// below it (reclaimTruncatedEntries); it runs again once TruncateLog moved it.
+	swept atomic.Uint64
 
 	mu      sync.Mutex
 	running map[string]*Projection // projections started through this Store
@@ -82,7 +87,9 @@ func NewWithConfig(ctx context.Context, db *pipeline.DB, cfg Config) (*Store, er
 	}
 	s := &Store{db: db, cf: cf}
 	if len(cfg.Indexes) > 0 {
-		if err := s.probeKeysAtCommit(); err != nil {
+		// Only an engine's refusal counts: a read-only database refuses every write,
+		// and reads the indexes it keeps all the same.
+		if err := s.probeKeysAtCommit(); errors.Is(err, pipeline.ErrNotSupported) {
 			return nil, err
 		}
 	}

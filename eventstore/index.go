@@ -150,6 +150,7 @@ type IndexMismatchError struct {
 	Reason string
 }
 
+// Error names the index and what disagrees.
 func (e *IndexMismatchError) Error() string {
 	return fmt.Sprintf("rockline: index %q: %s", e.Index, e.Reason)
 }

@@ -172,6 +172,9 @@ func TestChartsFromJSONLines(t *testing.T) {
 	}
 	enc.Encode(&largeLoad{Scenario: "large", Bloom: "on", Keys: 3000})
 	enc.Encode(memResult{Scenario: "memory", Engine: kindParallel})
+	// Scenarios without charts are skipped, not read as key-value runs.
+	enc.Encode(indexResult{Scenario: "index", Method: "scan"})
+	enc.Encode(map[string]any{"scenario": "jsbare", "cell": "W=1", "side": "api", "commit_latency": map[string]float64{"p99_us": 1}})
 	buf.WriteString("\n## rockline bench (quick mode)\n\n| a | b |\n")
 	path := filepath.Join(t.TempDir(), "run.jsonl")
 	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {

@@ -40,7 +40,7 @@ func readChartData(paths []string) (chartData, error) {
 			}
 			var dst any
 			switch head.Scenario {
-			case "memory", "events", "":
+			case "memory", "events", "jsbare", "cluster", "scale", "index", "":
 				continue // not charted
 			case "memtable":
 				d.memtable = append(d.memtable, memtableResult{})

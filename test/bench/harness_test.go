@@ -32,6 +32,11 @@ func TestEnginesRunKeysWorkload(t *testing.T) {
 			if res.Conflicts != 0 {
 				t.Errorf("%d conflicts on disjoint keys", res.Conflicts)
 			}
+			// rockline hands an async commit to its lanes and wakes the caller when it is
+			// published: the run counts scheduling waits for it, with a p99.
+			if (kind == kindParallel || kind == kindSerial) && (res.SchedWaitsPerCommit <= 0 || res.SchedWaitP99 <= 0) {
+				t.Errorf("scheduling waits %.3f per commit, p99 %.1fµs; want both above 0", res.SchedWaitsPerCommit, res.SchedWaitP99)
+			}
 		})
 	}
 }

@@ -84,8 +84,8 @@ func fmtUS(us float64) string {
 }
 
 func writeRunTable(w io.Writer, aggs []*aggregate, rounds int) {
-	fmt.Fprintf(w, "| scenario | engine | commits/s median [min–max] | × base | conflicts/s | commit p50 / p95 / p99 / max | txn p50 / p99 | CPU/commit | check |\n")
-	fmt.Fprintf(w, "|---|---|---|---|---|---|---|---|---|\n")
+	fmt.Fprintf(w, "| scenario | engine | commits/s median [min–max] | × base | conflicts/s | commit p50 / p95 / p99 / max | txn p50 / p99 | CPU/commit | sched waits/commit (p99) | check |\n")
+	fmt.Fprintf(w, "|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, a := range aggs {
 		cps := a.col(func(r runResult) float64 { return r.CommitsPerS })
 		lo, hi := minMax(cps)
@@ -110,10 +110,12 @@ func writeRunTable(w io.Writer, aggs []*aggregate, rounds int) {
 			fmtUS(median(a.col(func(r runResult) float64 { return r.TxnLat.P50 }))),
 			fmtUS(median(a.col(func(r runResult) float64 { return r.TxnLat.P99 }))))
 		cpu := fmtUS(median(a.col(func(r runResult) float64 { return r.CPUPerCommit })))
-		fmt.Fprintf(w, "| %s | %s | %s [%s–%s] | %s | %s | %s | %s | %s | %s |\n",
-			a.label, a.engine, fmtRate(median(cps)), fmtRate(lo), fmtRate(hi), ratioS, fmtRate(conf), lat, txn, cpu, check(a))
+		sched := fmt.Sprintf("%.2f (%s)", median(a.col(func(r runResult) float64 { return r.SchedWaitsPerCommit })),
+			fmtUS(median(a.col(func(r runResult) float64 { return r.SchedWaitP99 }))))
+		fmt.Fprintf(w, "| %s | %s | %s [%s–%s] | %s | %s | %s | %s | %s | %s | %s |\n",
+			a.label, a.engine, fmtRate(median(cps)), fmtRate(lo), fmtRate(hi), ratioS, fmtRate(conf), lat, txn, cpu, sched, check(a))
 	}
-	fmt.Fprintf(w, "\nMedians of %d rounds (engine order rotated each round); × base is the median of per-round ratios of commits/s to the scenario's baseline engine (native-occ; rockline-parallel/trace=noop in the tracing scenario). Commit latency: submit to acknowledgement; txn latency: begin to acknowledgement (conflicts scenario: first attempt's begin to the successful acknowledgement); max is the maximum over rounds. CPU/commit: process user+sys time (RocksDB background threads and Badger's goroutines included) over the run / commits. badger-v4 runs Badger's defaults with an 8 MiB block cache, keys under a prefix per family, and no WAL-off variant (it cannot run without one).\n", rounds)
+	fmt.Fprintf(w, "\nMedians of %d rounds (engine order rotated each round); × base is the median of per-round ratios of commits/s to the scenario's baseline engine (native-occ; rockline-parallel/trace=noop in the tracing scenario). Commit latency: submit to acknowledgement; txn latency: begin to acknowledgement (conflicts scenario: first attempt's begin to the successful acknowledgement); max is the maximum over rounds. CPU/commit: process user+sys time (RocksDB background threads and Badger's goroutines included) over the run / commits. Sched waits/commit: how often per commit a goroutine became runnable and waited for a core (Go's /sched/latencies:seconds over the run), with the p99 of that wait. badger-v4 runs Badger's defaults with an 8 MiB block cache, keys under a prefix per family, and no WAL-off variant (it cannot run without one).\n", rounds)
 }
 
 // check summarises errors, the no-lost-update check and span counts.

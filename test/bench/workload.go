@@ -54,11 +54,17 @@ type runResult struct {
 	CommitLat     latency        `json:"commit_latency"`
 	TxnLat        latency        `json:"txn_latency"`
 	CPUPerCommit  float64        `json:"cpu_us_per_commit"`
-	Ratio         float64        `json:"ratio_to_baseline"`
-	Baseline      string         `json:"baseline"`
-	CounterSum    *int64         `json:"counter_sum,omitempty"`  // conflicts workload
-	LostUpdates   *int64         `json:"lost_updates,omitempty"` // commits - counter sum
-	SpansPerTxn   *float64       `json:"spans_per_commit,omitempty"`
+	// Goroutine scheduling over the run (runtime/metrics /sched/latencies:seconds): how
+	// many times per commit a goroutine became runnable and waited for a core, and the
+	// p99 of that wait. An engine whose commit parks and wakes goroutines pays the
+	// wait in its commit latency; one whose commit is a single cgo call does not.
+	SchedWaitsPerCommit float64  `json:"sched_waits_per_commit"`
+	SchedWaitP99        float64  `json:"sched_wait_p99_us"`
+	Ratio               float64  `json:"ratio_to_baseline"`
+	Baseline            string   `json:"baseline"`
+	CounterSum          *int64   `json:"counter_sum,omitempty"`  // conflicts workload
+	LostUpdates         *int64   `json:"lost_updates,omitempty"` // commits - counter sum
+	SpansPerTxn         *float64 `json:"spans_per_commit,omitempty"`
 	// CommitsPerFsync is commits over the WAL fsyncs RocksDB made, with Sync (0: not
 	// measured, as for Badger, or without Sync).
 	CommitsPerFsync float64 `json:"commits_per_fsync,omitempty"`
@@ -145,6 +151,7 @@ func runScenarioOnce(cfg *config, sc scenario, spec engineSpec, round int) runRe
 	stats := make([]*workerStats, goroutines)
 	runtime.GC()
 	var wg sync.WaitGroup
+	sched0 := schedWaits()
 	cpu0, t0 := cpuTime(), time.Now()
 	for g := range goroutines {
 		w := g / sc.Inflight
@@ -169,6 +176,7 @@ func runScenarioOnce(cfg *config, sc scenario, spec engineSpec, round int) runRe
 	wg.Wait()
 	elapsed, cpu := time.Since(t0), cpuTime()-cpu0
 	syncs := walSyncs() - syncs0
+	waits, waitP99 := schedWaitsSince(sched0, 0.99)
 
 	var commit, whole hist
 	for _, st := range stats {
@@ -181,6 +189,10 @@ func runScenarioOnce(cfg *config, sc scenario, spec engineSpec, round int) runRe
 	res.CommitsPerS = float64(res.Commits) / res.Seconds
 	res.ConflictsPerS = float64(res.Conflicts) / res.Seconds
 	res.CommitLat, res.TxnLat = commit.summary(), whole.summary()
+	if res.Commits > 0 {
+		res.SchedWaitsPerCommit = float64(waits) / float64(res.Commits)
+		res.SchedWaitP99 = waitP99 * 1e6
+	}
 	if sc.Open.Sync && syncs > 0 {
 		res.CommitsPerFsync = float64(res.Commits) / float64(syncs)
 	}

@@ -160,8 +160,8 @@ func (e *IndexMismatchError) Is(target error) bool { return target == ErrIndexMi
 
 // values appends to dst the values of e, an event of stream, under ix, checked and
 // without duplicates; a selector's bad value is an *pipeline.ArgumentError naming
-// arg.
-func (ix *Index) values(op, arg, stream string, e *pipeline.Event, dst []string) ([]string, error) {
+// where's event (where is called only then, so an append formats no name).
+func (ix *Index) values(op string, where func() string, stream string, e *pipeline.Event, dst []string) ([]string, error) {
 	switch ix.Kind {
 	case ByType:
 		if e.Type != "" {
@@ -174,12 +174,16 @@ func (ix *Index) values(op, arg, stream string, e *pipeline.Event, dst []string)
 	case ByTag:
 		dst = append(dst, e.Tags...) // distinct, as pipeline.CheckEvents requires
 	case BySelector:
-		if ix.Select == nil {
+		if !ix.computable() {
 			return dst, &IndexMismatchError{Index: ix.Name, Reason: "this Store was not given the index's Select: declare it in Config.Indexes to append"}
 		}
 		start := len(dst)
 		for _, v := range ix.Select(stream, *e) {
-			if err := checkIndexValue(op, fmt.Sprintf("%s: index %q value", arg, ix.Name), v); err != nil {
+			if err := checkIndexValue(op, "", v); err != nil {
+				var ae *pipeline.ArgumentError
+				if errors.As(err, &ae) {
+					ae.Arg = fmt.Sprintf("%s: index %q value", where(), ix.Name)
+				}
 				return dst[:start], err
 			}
 			if !slices.Contains(dst[start:], v) {
@@ -189,6 +193,10 @@ func (ix *Index) values(op, arg, stream string, e *pipeline.Event, dst []string)
 	}
 	return dst, nil
 }
+
+// computable reports whether this Store can compute ix's values: a selector index
+// adopted without its function cannot.
+func (ix *Index) computable() bool { return ix.Kind != BySelector || ix.Select != nil }
 
 // category returns the category of stream: the name up to its first '-', when one
 // follows at least one byte.
@@ -207,12 +215,17 @@ func sameIndexes(a, b []Index) bool {
 		return false
 	}
 	for _, x := range a {
-		i := slices.IndexFunc(b, func(y Index) bool { return y.Name == x.Name })
-		if i < 0 || b[i].Kind != x.Kind {
+		if !hasIndex(b, x.Name, x.Kind) {
 			return false
 		}
 	}
 	return true
+}
+
+// hasIndex reports whether set holds an index named name of kind kind (any kind when
+// kind is 0).
+func hasIndex(set []Index, name string, kind IndexKind) bool {
+	return slices.ContainsFunc(set, func(x Index) bool { return x.Name == name && (kind == 0 || x.Kind == kind) })
 }
 
 // indexEntries are the index entries of an append's events: prefix i is
@@ -235,7 +248,7 @@ func (s *Store) indexEntries(op, stream string, events []pipeline.Event) (indexE
 		for j := range s.indexes {
 			ix := &s.indexes[j]
 			var err error
-			if vals, err = ix.values(op, fmt.Sprintf("events[%d]", i), stream, &events[i], vals[:0]); err != nil {
+			if vals, err = ix.values(op, func() string { return fmt.Sprintf("events[%d]", i) }, stream, &events[i], vals[:0]); err != nil {
 				return indexEntries{}, err
 			}
 			for _, v := range vals {

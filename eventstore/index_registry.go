@@ -61,13 +61,13 @@ func (s *Store) agree(ctx context.Context, declared []Index) error {
 		s.indexes = kept // a selector's Select is nil: this Store refuses appends
 	default:
 		for _, k := range kept {
-			if !slices.ContainsFunc(declared, func(d Index) bool { return d.Name == k.Name && d.Kind == k.Kind }) {
+			if !hasIndex(declared, k.Name, k.Kind) {
 				return &IndexMismatchError{Index: k.Name, Reason: fmt.Sprintf("the database keeps it as a %v index; declare it so in Config.Indexes", k.Kind)}
 			}
 		}
 		var added []Index
 		for _, d := range declared {
-			if !slices.ContainsFunc(kept, func(k Index) bool { return k.Name == d.Name }) {
+			if !hasIndex(kept, d.Name, 0) {
 				added = append(added, d)
 			}
 		}
@@ -93,12 +93,12 @@ func (s *Store) agree(ctx context.Context, declared []Index) error {
 // mismatch names the first index that differs between the agreed and declared sets.
 func mismatch(set, declared []Index, reason string) error {
 	for _, d := range declared {
-		if !slices.ContainsFunc(set, func(x Index) bool { return x.Name == d.Name && x.Kind == d.Kind }) {
+		if !hasIndex(set, d.Name, d.Kind) {
 			return &IndexMismatchError{Index: d.Name, Reason: reason}
 		}
 	}
 	for _, x := range set {
-		if !slices.ContainsFunc(declared, func(d Index) bool { return d.Name == x.Name }) {
+		if !hasIndex(declared, x.Name, 0) {
 			return &IndexMismatchError{Index: x.Name, Reason: reason + " (it is not declared here)"}
 		}
 	}
@@ -153,7 +153,7 @@ func (s *Store) build(ctx context.Context, added []Index) error {
 						continue
 					}
 					for _, ix := range added {
-						if vals, err = ix.values("eventstore.NewWithConfig", fmt.Sprintf("log entry %d event %d", e.Position, i), ev.Stream, &ev.Event, vals[:0]); err != nil {
+						if vals, err = ix.values("eventstore.NewWithConfig", func() string { return fmt.Sprintf("log entry %d event %d", e.Position, i) }, ev.Stream, &ev.Event, vals[:0]); err != nil {
 							return err
 						}
 						for _, v := range vals {

@@ -59,7 +59,14 @@ func (c *counter) handle(tx *pipeline.Txn, events []eventstore.RecordedEvent) er
 // counts reads the read model.
 func counts(t testing.TB, db *pipeline.DB) map[string]uint64 {
 	t.Helper()
-	cf, err := db.ColumnFamily("counts")
+	return familyCounts(t, db, "counts")
+}
+
+// familyCounts reads a read model of counters: every key of family fam with its
+// big-endian count.
+func familyCounts(t testing.TB, db *pipeline.DB, fam string) map[string]uint64 {
+	t.Helper()
+	cf, err := db.ColumnFamily(fam)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -67,7 +67,7 @@ func (s *Store) deleteEntries(ctx context.Context, tx *pipeline.Txn, places []At
 		ev := &events[i]
 		for j := range s.indexes {
 			ix := &s.indexes[j]
-			if vals, err = ix.values("Store.Reclaim", fmt.Sprintf("stream %q revision %d", ev.Stream, ev.Revision), ev.Stream, &ev.Event, vals[:0]); err != nil {
+			if vals, err = ix.values("Store.Reclaim", func() string { return fmt.Sprintf("stream %q revision %d", ev.Stream, ev.Revision) }, ev.Stream, &ev.Event, vals[:0]); err != nil {
 				return err
 			}
 			for _, v := range vals {
